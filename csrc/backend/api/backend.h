@@ -1,0 +1,57 @@
+// What a backend is: memory it hands out by address, and a way to run a batch of nodes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/limits.h"
+#include "graph/node.h"
+#include "util/result.h"
+
+namespace vkml {
+
+enum class MemKind : uint8_t {
+  device,   // device-local, for tensors
+  staging,  // host-visible and mapped, for transfers (has a device address too)
+};
+
+struct Block {
+  uint64_t addr = 0;   // device address of the first byte
+  size_t size = 0;     // bytes usable
+  void* handle = nullptr;  // the allocator's record; pass back to free()
+};
+
+struct MemoryStats {
+  size_t allocated = 0, reserved = 0, max_allocated = 0;
+};
+
+struct DeviceInfo {
+  std::string name;        // "NVIDIA H200"
+  std::string type;        // "discrete", "integrated", "virtual", "cpu"
+  std::string api_version; // "1.3.230"
+  std::string driver;      // driver version, as the vendor writes it
+  uint32_t vendor_id = 0, device_id = 0;
+  uint64_t memory_bytes = 0;  // largest device-local heap
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual const Limits& limits() const = 0;
+
+  // Memory. alloc may fail with Err::out_of_memory; the caller may flush, empty the cache, retry.
+  virtual Result<Block> alloc(size_t bytes, MemKind kind) = 0;
+  virtual void free(const Block& b) = 0;
+  virtual void* host_ptr(uint64_t addr) = 0;  // mapped pointer for a staging address, else null
+  virtual void empty_cache() = 0;            // give cached, unused memory back to the driver
+  virtual MemoryStats memory_stats() const = 0;
+
+  // Execution. supports() is asked per node before it is recorded; execute() runs the batch in
+  // order (each node sees the writes of the nodes before it) and returns when it has finished.
+  virtual bool supports(const Node& n) const = 0;
+  virtual Result<void> execute(std::span<const Node> nodes) = 0;
+};
+
+}  // namespace vkml

@@ -1,0 +1,33 @@
+// Device limits the kernels depend on, and the floor Vulkan 1.3 guarantees (VKML_MIN_SPEC=1).
+#pragma once
+#include <cstdint>
+
+namespace vkml {
+
+struct Limits {
+  uint32_t max_push_constants = 128;
+  uint32_t max_shared_memory = 16384;
+  uint32_t max_workgroup_invocations = 128;
+  uint32_t max_workgroup_size[3] = {128, 128, 64};
+  uint32_t max_workgroup_count[3] = {65535, 65535, 65535};
+  uint32_t subgroup_size = 4;  // smallest a 1.3 device may have (minSubgroupSize floor is 1; 4 in practice)
+  uint64_t max_allocation = 1ull << 30;  // maxMemoryAllocationSize floor (maintenance3)
+  uint64_t max_storage_buffer_range = 1ull << 27;
+  bool float64 = false;  // shaderFloat64 is optional
+  bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
+  bool float16 = false;
+  bool cooperative_matrix = false;
+};
+
+// Vulkan 1.3 required limits (spec, "Required Limits" table).
+inline Limits min_spec_limits() { return Limits{}; }
+
+// Clamp what a device reports to the floor, keeping features the project cannot work without.
+inline Limits clamp_to_min_spec(const Limits& dev) {
+  Limits m = min_spec_limits();
+  m.int64 = dev.int64;
+  m.float64 = dev.float64;  // fp64 is a feature, not a limit; kept so float64 ops keep working
+  return m;
+}
+
+}  // namespace vkml

@@ -1,0 +1,35 @@
+#include "util/env.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace vkml {
+namespace {
+bool flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+int integer(const char* name, int dflt) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::atoi(v) : dflt;
+}
+Env read() {
+  Env e;
+  e.eager = flag("VKML_EAGER");
+  e.check = flag("VKML_CHECK");
+  e.min_spec = flag("VKML_MIN_SPEC");
+  e.cpu_fallback = flag("VKML_CPU_FALLBACK");
+  e.device = integer("VKML_DEVICE", -1);
+  e.max_pending = integer("VKML_MAX_PENDING", 4096);
+  if (e.max_pending < 1) e.max_pending = 1;
+  if (const char* m = std::getenv("VKML_MUTATE")) e.mutate = m;
+  return e;
+}
+}  // namespace
+
+Env& env() {
+  static Env e = read();
+  return e;
+}
+
+}  // namespace vkml

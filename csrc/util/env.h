@@ -1,0 +1,20 @@
+// The one place where VKML_* environment variables are read (once, at first use).
+#pragma once
+#include <string>
+
+namespace vkml {
+
+struct Env {
+  bool eager = false;         // VKML_EAGER=1: submit and wait after every op
+  bool check = false;         // VKML_CHECK=1: run every node on the oracle too and compare
+  bool min_spec = false;      // VKML_MIN_SPEC=1: report only Vulkan 1.3's guaranteed limits
+  bool cpu_fallback = false;  // VKML_CPU_FALLBACK=1: unsupported ops run on the CPU, warning once
+  int device = -1;            // VKML_DEVICE=N: pick Vulkan device N (after ordering); -1 = best
+  int max_pending = 4096;     // VKML_MAX_PENDING: flush when this many nodes are pending
+  std::string mutate;         // VKML_MUTATE=op: test hook, runs a wrong kernel for `op` on purpose
+};
+
+// Mutable so tests can toggle check/eager at run time through the Python module.
+Env& env();
+
+}  // namespace vkml

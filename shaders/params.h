@@ -1,0 +1,107 @@
+// Push-constant blocks, shared by the C++ side (csrc/backend/vulkan) and the GLSL shaders.
+// Every block fits the 128 bytes Vulkan 1.3 guarantees (static_assert on the C++ side).
+// A shader defines PC_EW (or PC_REDUCE, ...) before including this, to declare only its block.
+// Conventions: addresses are buffer-device addresses; dtype codes are core/dtype.h's (DT_*);
+// shapes list dim 0 as the innermost (fastest varying) dimension.
+#ifndef VKML_PARAMS_H
+#define VKML_PARAMS_H
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkml::pc {
+using u64 = uint64_t; using u32 = uint32_t; using i32 = int32_t; using i64 = int64_t;
+#define PC_BEGIN(name) struct name {
+#define PC_END(name) }; static_assert(sizeof(name) <= 128, #name " exceeds 128 bytes");
+#else
+#define u64 uint64_t
+#define u32 uint
+#define i32 int
+#define i64 int64_t
+#define PC_BEGIN(name) layout(push_constant, std430) uniform name {
+#define PC_END(name) } pc;
+#endif
+
+#define DT_U8 0
+#define DT_I8 1
+#define DT_I16 2
+#define DT_I32 3
+#define DT_I64 4
+#define DT_F16 5
+#define DT_F32 6
+#define DT_F64 7
+#define DT_BOOL 11
+#define DT_BF16 15
+
+#define EW_SCALAR_B 1u    // b is the scalar `bscalar`, not a tensor
+#define EW_CONTIGUOUS 2u  // every operand is dense in the same order: index math can be skipped
+
+// elementwise.comp: out[i] = OP(a[i], b[i]); strides in bytes.
+// Scalars are raw 8 bytes: f32 compute reads the low 32 bits as float, f64 compute a double,
+// i64 compute an int64.
+#if defined(__cplusplus) || defined(PC_EW)
+PC_BEGIN(EwParams)
+  u64 out; u64 a; u64 b;
+  u32 numel; u32 dtypes;  // out | a << 8 | b << 16
+  u32 ndim; u32 flags;
+  i32 shape[4];
+  i32 st_out[4]; i32 st_a[4]; i32 st_b[4];
+  u64 alpha; u64 bscalar;
+PC_END(EwParams)
+#endif
+
+// reduce.comp: out[k] = REDUCE over r of in[k, r]; out is contiguous over the kept dims.
+// Element strides of the input, kept dims and reduced dims each innermost first.
+#if defined(__cplusplus) || defined(PC_REDUCE)
+PC_BEGIN(ReduceParams)
+  u64 out; u64 in;
+  u32 dtypes;  // out | in << 8
+  u32 n_out; u32 n_red;
+  u32 ndims;   // kept dims | reduced dims << 8
+  i32 kshape[4]; i32 kstride[4];
+  i32 rshape[4]; i32 rstride[4];
+PC_END(ReduceParams)
+#endif
+
+// gemm.comp: C[b,m,n] = beta * bias[b,m,n] + alpha * sum_k A[b,m,k] * B[b,k,n]; element strides
+// ordered (batch, row, col); bias == 0 means none.
+#if defined(__cplusplus) || defined(PC_GEMM)
+PC_BEGIN(GemmParams)
+  u64 c; u64 a; u64 b; u64 bias;
+  u32 M; u32 N; u32 K; u32 batch;
+  i32 sc[3]; i32 sa[3]; i32 sb[3]; i32 sbias[3];
+  u32 dtypes;  // c | a << 8 | b << 16 | bias << 24
+  u32 pad_;
+  u64 alpha; u64 beta;  // raw scalars as in EwParams
+PC_END(GemmParams)
+#endif
+
+// softmax.comp: rows of length D over a [outer, D, inner] view; element strides (outer, D, inner).
+// t0 = output, t1 = input (or grad_output), t2 = forward output (backward only).
+#if defined(__cplusplus) || defined(PC_SOFTMAX)
+PC_BEGIN(SoftmaxParams)
+  u64 t0; u64 t1; u64 t2;
+  u32 outer; u32 D; u32 inner; u32 dtypes;  // t0 | t1 << 8 | t2 << 16
+  i32 s0[3]; i32 s1[3]; i32 s2[3];
+PC_END(SoftmaxParams)
+#endif
+
+// nll.comp: operands as graph/node.h documents for nll / nll_bwd (t0..t4).
+#if defined(__cplusplus) || defined(PC_NLL)
+PC_BEGIN(NllParams)
+  u64 t0; u64 t1; u64 t2; u64 t3; u64 t4;
+  u32 N; u32 C; u32 reduction; u32 dtypes;  // t0 | t2 << 8 | t4 << 16 (fwd) / t0 | t1 << 8 | t3 << 16 (bwd)
+  i64 ignore_index;
+  i32 s_mat[2];   // strides (n, c) of the [N, C] operand (input fwd, grad_input bwd)
+  i32 s_vec;      // stride of the [N] output (fwd, reduction none) or grad_output (bwd)
+  i32 s_target;
+  i32 s_weight;
+  u32 pad_;
+PC_END(NllParams)
+#endif
+
+#ifdef __cplusplus
+}  // namespace vkml::pc
+#endif
+#undef PC_BEGIN
+#undef PC_END
+#endif
