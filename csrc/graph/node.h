@@ -17,6 +17,8 @@ struct Scalar {
 
 // Operand conventions per kind (outputs first; an absent optional operand has addr 0):
 //   elementwise  t[0]=out, t[1]=a, t[2]=b; all share out's sizes (broadcast = stride 0).
+//                p[0]=DType code the op computes in (TensorIterator's common dtype; for copy:
+//                f64 if either side is f64, else i64 if both are integer/bool, else f32).
 //                s[0]=alpha (add/sub), fill value (fill), threshold (threshold_backward);
 //                s[1]=b's value when flags & kScalarB (b is a CPU scalar; t[2] unused).
 //   reduce       t[0]=out (contiguous, kept sizes), t[1]=in with kept dims first then reduced

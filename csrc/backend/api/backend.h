@@ -52,6 +52,7 @@ class Backend {
   // order (each node sees the writes of the nodes before it) and returns when it has finished.
   virtual bool supports(const Node& n) const = 0;
   virtual Result<void> execute(std::span<const Node> nodes) = 0;
+  virtual uint64_t dispatches() const = 0;  // GPU dispatches + copies recorded since start
 };
 
 }  // namespace vkml
