@@ -1,0 +1,201 @@
+// The ops every PrivateUse1 device must provide: allocation, views, resize/set_, copies, item().
+#include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/masked_select.h>
+#include <ATen/ops/view_native.h>
+#include <c10/util/Half.h>
+#include <c10/util/BFloat16.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "aten/common.h"
+#include "aten/kernels.h"
+#include "util/env.h"
+
+namespace vkml::aten {
+namespace {
+
+constexpr c10::DispatchKeySet kKeys{c10::DispatchKey::PrivateUse1};
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> dev,
+                               std::optional<bool> pin, std::optional<c10::MemoryFormat> mf) {
+  const auto st = c10::dtype_or_default(dtype);
+  to_dtype(st, "empty");
+  return at::detail::empty_generic(size, allocator(), kKeys, st, mf);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> dev,
+                         std::optional<bool> pin) {
+  const auto st = c10::dtype_or_default(dtype);
+  to_dtype(st, "empty_strided");
+  return at::detail::empty_strided_generic(size, stride, allocator(), kKeys, st);
+}
+
+// Grows the storage (keeping its bytes) so that it holds `need` bytes.
+void ensure_storage(const at::Tensor& self, size_t need) {
+  c10::StorageImpl* s = self.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+  if (need <= s->nbytes()) return;
+  TORCH_CHECK(s->resizable(), "Trying to resize storage that is not resizable");
+  c10::DataPtr fresh = allocator()->allocate(need);
+  if (s->nbytes()) allocator()->copy_data(fresh.get(), s->data(), s->nbytes());
+  s->set_data_ptr_noswap(std::move(fresh));
+  s->set_nbytes(need);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> mf) {
+  auto* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() == size && !mf) return self;
+  impl->set_sizes_contiguous(size);
+  if (mf) {
+    TORCH_CHECK(*mf != c10::MemoryFormat::Preserve, "Unsupported memory format", *mf);
+    impl->empty_tensor_restride(*mf);
+  }
+  ensure_storage(self, at::detail::computeStorageNbytes(size, self.strides(), self.itemsize(),
+                                                        size_t(self.storage_offset())));
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage src, int64_t offset, c10::IntArrayRef size,
+                        c10::IntArrayRef stride) {
+  TORCH_CHECK(offset >= 0, "Tensor: invalid storage offset ", offset);
+  auto* impl = self.unsafeGetTensorImpl();
+  if (!impl->storage().is_alias_of(src)) impl->set_storage_keep_dtype(std::move(src));
+  impl->set_storage_offset(offset);
+  if (stride.empty()) impl->set_sizes_contiguous(size);
+  else impl->set_sizes_and_strides(size, stride);
+  ensure_storage(self, at::detail::computeStorageNbytes(self.sizes(), self.strides(), self.itemsize(),
+                                                        size_t(offset)));
+  return self;
+}
+
+at::Tensor& set_source_storage_offset(at::Tensor& self, c10::Storage src, int64_t offset, c10::IntArrayRef size,
+                                      c10::IntArrayRef stride) {
+  return set_storage(self, std::move(src), offset, size, stride);
+}
+
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage src) {
+  const int64_t n = int64_t(src.nbytes() / self.itemsize());
+  return set_storage(self, std::move(src), 0, {n}, {});
+}
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  if (self.is_same(src)) return self;
+  return set_storage(self, src.storage(), src.storage_offset(), src.sizes(), src.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage s(c10::Storage::use_byte_size_t(), 0, allocator(), true);
+  return set_storage(self, std::move(s), 0, {0}, {});
+}
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0, "vkml: item() on an empty tensor");
+  uint8_t b[8] = {};
+  check(device().download(addr_of(self), b, self.itemsize()));
+  auto get = [&](auto v) { std::memcpy(&v, b, sizeof(v)); return v; };
+  switch (self.scalar_type()) {
+    case c10::ScalarType::Float: return c10::Scalar(double(get(float{})));
+    case c10::ScalarType::Double: return c10::Scalar(get(double{}));
+    case c10::ScalarType::Half: return c10::Scalar(get(c10::Half{}));
+    case c10::ScalarType::BFloat16: return c10::Scalar(get(c10::BFloat16{}));
+    case c10::ScalarType::Byte: return c10::Scalar(int64_t(get(uint8_t{})));
+    case c10::ScalarType::Char: return c10::Scalar(int64_t(get(int8_t{})));
+    case c10::ScalarType::Short: return c10::Scalar(int64_t(get(int16_t{})));
+    case c10::ScalarType::Int: return c10::Scalar(int64_t(get(int32_t{})));
+    case c10::ScalarType::Long: return c10::Scalar(get(int64_t{}));
+    case c10::ScalarType::Bool: return c10::Scalar(b[0] != 0);
+    default: TORCH_CHECK(false, "vkml: item() does not support ", self.dtype());
+  }
+}
+
+bool on_vkml(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK_TYPE(!self.is_complex() && !dst.is_complex(),
+                   "vkml: complex dtypes are not supported (copy from ", self.dtype(), " to ", dst.dtype(), ")");
+  to_dtype(self.scalar_type(), "copy_");
+  to_dtype(dst.scalar_type(), "copy_");
+  if (dst.numel() == 0) return dst;
+  if (on_vkml(self) && on_vkml(dst)) {
+    copy_on_device(dst, self);
+  } else if (on_vkml(dst)) {  // cpu -> vkml: convert on the CPU (its casts are the reference)
+    at::Tensor src = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    if (dst.is_contiguous()) {
+      check(device().upload(addr_of(dst), src.const_data_ptr(), size_t(src.nbytes())));
+    } else {
+      at::Tensor tmp = at::empty(dst.sizes(), dst.options());
+      check(device().upload(addr_of(tmp), src.const_data_ptr(), size_t(src.nbytes())));
+      copy_on_device(dst, tmp);
+    }
+  } else {  // vkml -> cpu
+    at::Tensor src = self.is_contiguous() ? self : self.contiguous();
+    if (dst.is_contiguous() && dst.scalar_type() == src.scalar_type() && dst.sizes() == src.sizes()) {
+      check(device().download(addr_of(src), dst.data_ptr(), size_t(src.nbytes())));
+    } else {
+      at::Tensor tmp = at::empty(src.sizes(), src.options().device(c10::kCPU));
+      if (tmp.numel()) check(device().download(addr_of(src), tmp.data_ptr(), size_t(src.nbytes())));
+      dst.copy_(tmp);
+    }
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+// Output size depends on the data: the mask and values are read back, selected on the host, and
+// the result uploaded. One synchronisation, as any data-dependent op needs.
+at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool, "masked_select: expected BoolTensor for mask");
+  auto [s, m] = at::expand_outplace(self, mask);
+  return at::masked_select(s->cpu(), m->cpu()).to(self.device());
+}
+
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& name = op.schema().operator_name();
+  TORCH_CHECK_NOT_IMPLEMENTED(env().cpu_fallback, "vkml: ", name,
+                              " is not implemented for the vkml device. Set VKML_CPU_FALLBACK=1 to run "
+                              "unsupported ops on the CPU instead (slow; warns once per op).");
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    if (warned.insert(c10::toString(name)).second)
+      TORCH_WARN("vkml: ", name, " is not implemented for vkml; running it on the CPU (VKML_CPU_FALLBACK=1)");
+  }
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage", TORCH_FN(set_source_storage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_source_storage_offset));
+  m.impl("set_.source_Tensor", TORCH_FN(set_source_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("masked_select", TORCH_FN(masked_select));
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>()); }
+
+}  // namespace vkml::aten

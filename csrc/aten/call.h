@@ -1,0 +1,62 @@
+// A boxed call as the table-driven kernels see it: arguments by schema name, results pushed back.
+#pragma once
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <cstring>
+
+#include "graph/node.h"
+
+namespace vkml::aten {
+
+struct Call {
+  const c10::FunctionSchema& schema;
+  torch::jit::Stack* stack;
+  size_t base;  // index of the first argument on the stack
+
+  Call(const c10::OperatorHandle& op, torch::jit::Stack* s)
+      : schema(op.schema()), stack(s), base(s->size() - op.schema().arguments().size()) {}
+
+  int index(const char* name) const {
+    const auto& args = schema.arguments();
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].name() == name) return int(i);
+    return -1;
+  }
+  const c10::IValue& arg(int i) const { return (*stack)[base + size_t(i)]; }
+  bool has(const char* name) const {
+    int i = index(name);
+    return i >= 0 && !arg(i).isNone();
+  }
+  const c10::IValue& operator[](const char* name) const {
+    int i = index(name);
+    TORCH_INTERNAL_ASSERT(i >= 0, "vkml: ", schema.name(), " has no argument ", name);
+    return arg(i);
+  }
+  at::Tensor tensor(const char* name) const { return (*this)[name].toTensor(); }
+  bool inplace() const { return !schema.name().empty() && schema.name().back() == '_'; }
+  // The out= tensor (first write-aliased keyword argument), or an undefined tensor.
+  at::Tensor out() const {
+    const auto& args = schema.arguments();
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].is_out()) return arg(int(i)).toTensor();
+    return {};
+  }
+  // Pops the arguments and pushes the results.
+  template <class... T>
+  void ret(T&&... results) {
+    stack->resize(base);
+    (stack->emplace_back(std::forward<T>(results)), ...);
+  }
+};
+
+using Kernel = void (*)(OpId, Call&);
+
+inline Scalar to_scalar(const c10::Scalar& v) {
+  Scalar s;
+  s.f = v.toDouble();
+  s.i = v.isFloatingPoint() ? int64_t(s.f) : v.toLong();
+  return s;
+}
+
+}  // namespace vkml::aten

@@ -1,0 +1,46 @@
+// Shared helpers of the aten layer: at::Tensor <-> TensorDesc, errors to TORCH_CHECK, the device.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include <string>
+
+#include "core/desc.h"
+#include "dispatch/device.h"
+#include "graph/node.h"
+#include "util/result.h"
+
+namespace vkml::aten {
+
+// The device, or a clear error saying why there is none.
+Device& device();
+
+// Raise a Result's error as the matching torch exception (OutOfMemoryError, NotImplementedError...).
+[[noreturn]] void raise(const Error& e);
+inline void check(const Result<void>& r) {
+  if (!r.ok()) raise(r.error());
+}
+
+DType to_dtype(c10::ScalarType t, const char* op);  // errors (naming op) for complex and others
+c10::ScalarType to_scalar_type(DType t);
+
+inline uint64_t addr_of(const at::TensorBase& t) {
+  return reinterpret_cast<uint64_t>(t.const_data_ptr());
+}
+
+// Descriptor of t as it is (sizes/strides in elements, outermost first). ndim must be <= kMaxDims.
+TensorDesc desc_of(const at::TensorBase& t, const char* op);
+
+// Records n (raising the device's error, if any).
+void record(const Node& n);
+
+// "add(float32[2, 3], int64[3])": for error messages.
+std::string signature(const char* op, std::initializer_list<const at::TensorBase*> ts);
+
+c10::Allocator* allocator();  // the caching device allocator (aten/device_impl.cpp)
+
+// Checks the op supports the dtype per its table row; raises naming op and dtype.
+void check_dtype(OpId id, DType t);
+
+}  // namespace vkml::aten
+

@@ -1,0 +1,109 @@
+// What torch needs to know about the vkml device: its allocator, its device guard, its hooks.
+#include <ATen/core/GeneratorForPrivateuseone.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include "aten/common.h"
+
+namespace vkml::aten {
+namespace {
+
+void delete_block(void* ctx) {
+  auto* b = static_cast<Block*>(ctx);
+  if (Device* d = Device::get()) d->free(*b);
+  delete b;
+}
+
+// data_ptr() is the element's buffer-device address; the context is the allocator's Block.
+struct VkmlAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t n) override {
+    c10::Device dev(c10::DeviceType::PrivateUse1, 0);
+    if (n == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, dev};
+    auto r = device().alloc(n);
+    if (!r.ok()) raise(r.error());
+    auto* b = new Block(r.value());
+    return {reinterpret_cast<void*>(b->addr), b, &delete_block, dev};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    if (count == 0) return;
+    Node n;
+    n.op = OpId::transfer;
+    n.nout = n.nin = 1;
+    for (int i = 0; i < 2; ++i) {
+      n.t[i].dtype = DType::u8;
+      n.t[i].ndim = 1;
+      n.t[i].sizes[0] = int64_t(count);
+      n.t[i].strides[0] = 1;
+    }
+    n.t[0].addr = reinterpret_cast<uint64_t>(dest);
+    n.t[1].addr = reinterpret_cast<uint64_t>(src);
+    record(n);
+  }
+};
+
+VkmlAllocator g_allocator;
+
+struct Guard final : c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+  c10::DeviceType type() const override { return kType; }
+  c10::Device exchangeDevice(c10::Device d) const override { return {kType, 0}; }
+  c10::Device getDevice() const override { return {kType, 0}; }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.index() <= 0, "vkml: device index ", int(d.index()), " is out of range (1 device)");
+  }
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0)); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0)); }
+  c10::DeviceIndex deviceCount() const noexcept override { return c10::DeviceIndex(Device::device_count()); }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override { check(device().flush()); }
+};
+
+struct Hooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return Device::device_count() > 0; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
+    // Random ops are not on the device yet; a CPU-algorithm generator keeps seeding APIs working.
+    static at::Generator g = at::make_generator<at::CPUGeneratorImpl>(c10::default_rng_seed_val);
+    return g;
+  }
+  at::Device getDeviceFromPtr(void*) const override { return {c10::DeviceType::PrivateUse1, 0}; }
+  bool isPinnedPtr(const void*) const override { return false; }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override;
+};
+
+void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const {
+  auto* impl = storage.unsafeGetStorageImpl();
+  TORCH_CHECK(impl->resizable(), "vkml: trying to resize storage that is not resizable");
+  size_t old = impl->nbytes();
+  c10::DataPtr fresh = g_allocator.allocate(newsize);
+  if (old && newsize) g_allocator.copy_data(fresh.get(), impl->data(), std::min(old, newsize));
+  impl->set_data_ptr_noswap(std::move(fresh));
+  impl->set_nbytes(newsize);
+}
+
+Hooks g_hooks;
+
+struct Register {
+  Register() {
+    c10::SetAllocator(c10::DeviceType::PrivateUse1, &g_allocator);
+    at::RegisterPrivateUse1HooksInterface(&g_hooks);
+  }
+} g_register;
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, Guard);
+
+}  // namespace
+
+c10::Allocator* allocator() { return &g_allocator; }
+
+}  // namespace vkml::aten

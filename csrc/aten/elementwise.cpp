@@ -1,0 +1,179 @@
+// Elementwise kinds: TensorIterator computes broadcast shape, type promotion and the output
+// (exactly as for CPU tensors); each iteration becomes one node of at most 4 dims.
+#include <ATen/TensorIterator.h>
+#include <ATen/ScalarOps.h>
+
+#include "aten/call.h"
+#include "aten/common.h"
+#include "aten/kernels.h"
+
+namespace vkml::aten {
+namespace {
+
+constexpr int kEwDims = 4;  // dims the elementwise push constants carry
+
+void emit(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int nt) {
+  const int nd = iter.ndim();
+  const auto shape = iter.shape();
+  if (nd > kEwDims) {  // peel the outermost dim into separate nodes
+    at::IntArrayRef st[kMaxOperands];
+    for (int a = 0; a < nt; ++a) st[a] = iter.strides(a);
+    // Recursion over outer indices, innermost 4 dims per node.
+    std::vector<int64_t> idx(size_t(nd - kEwDims), 0);
+    while (true) {
+      uint64_t b[kMaxOperands];
+      for (int a = 0; a < nt; ++a) {
+        b[a] = base[a];
+        if (!base[a]) continue;
+        for (int d = kEwDims; d < nd; ++d) b[a] += uint64_t(idx[size_t(d - kEwDims)] * st[a][size_t(d)]);
+      }
+      Node m = n;
+      for (int a = 0; a < nt; ++a) {
+        TensorDesc& t = m.t[a];
+        t.addr = b[a];
+        t.ndim = kEwDims;
+        const int64_t es = int64_t(dtype_size(t.dtype));
+        for (int j = 0; j < kEwDims; ++j) {
+          t.sizes[j] = shape[size_t(kEwDims - 1 - j)];
+          t.strides[j] = base[a] ? st[a][size_t(kEwDims - 1 - j)] / es : 0;
+        }
+      }
+      record(m);
+      int d = 0;
+      for (; d < nd - kEwDims; ++d) {
+        if (++idx[size_t(d)] < shape[size_t(d + kEwDims)]) break;
+        idx[size_t(d)] = 0;
+      }
+      if (d == nd - kEwDims) return;
+    }
+  }
+  for (int a = 0; a < nt; ++a) {
+    TensorDesc& t = n.t[a];
+    t.addr = base[a];
+    t.ndim = uint8_t(nd);
+    const auto st = iter.strides(a);
+    const int64_t es = int64_t(dtype_size(t.dtype));
+    for (int j = 0; j < nd; ++j) {
+      t.sizes[j] = shape[size_t(nd - 1 - j)];
+      t.strides[j] = base[a] ? st[size_t(nd - 1 - j)] / es : 0;
+    }
+  }
+  record(n);
+}
+
+}  // namespace
+
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0) {
+  if (iter.numel() == 0) return;
+  if (!iter.can_use_32bit_indexing()) {
+    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, s0);
+    return;
+  }
+  Node n;
+  n.op = id;
+  n.nout = 1;
+  n.nin = uint8_t(iter.ntensors() - 1);
+  n.p[0] = int64_t(compute);
+  n.s[0] = s0;
+  uint64_t base[kMaxOperands] = {};
+  const int nt = iter.ntensors();
+  for (int a = 0; a < nt; ++a) {
+    n.t[a].dtype = to_dtype(iter.dtype(a), op_info(id).name);
+    if (a > 0 && iter.is_cpu_scalar(a)) {
+      TORCH_INTERNAL_ASSERT(a == 2, "vkml: only the second operand may be a CPU scalar");
+      n.flags |= kScalarB;
+      n.s[1] = to_scalar(at::Tensor(iter.tensor_base(a)).item());
+      continue;
+    }
+    base[a] = reinterpret_cast<uint64_t>(iter.data_ptr(a));
+  }
+  emit(n, iter, base, nt);
+}
+
+namespace {
+
+at::Tensor wrap(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor();
+  at::Tensor t = c10::scalar_to_tensor(v.toScalar());
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+void check_alpha(c10::ScalarType common, const c10::Scalar& alpha) {
+  TORCH_CHECK(!alpha.isBoolean() || common == c10::ScalarType::Bool,
+              "Boolean alpha only supported for Boolean results.");
+  TORCH_CHECK(c10::isFloatingType(common) || c10::isComplexType(common) || alpha.isIntegral(true),
+              "For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+}  // namespace
+
+void elementwise_kernel(OpId id, Call& c) {
+  const Kind kind = op_info(id).kind;
+  at::Tensor out = c.inplace() ? c.tensor("self") : c.out();
+  at::TensorIterator iter;
+  Scalar s0;
+  at::Tensor a_self, a_grad;  // named, so TensorIteratorConfig can borrow them
+  switch (kind) {
+    case K_FILL: {
+      at::Tensor self = c.tensor("self");
+      s0 = c.has("value") ? to_scalar(c["value"].toScalar()) : Scalar{};
+      iter = at::TensorIteratorConfig().add_output(self).resize_outputs(false)
+                 .check_all_same_dtype(false).build();
+      DType dt = to_dtype(self.scalar_type(), "fill_");
+      emit_elementwise(id, iter, dt, s0);
+      return c.ret(self);
+    }
+    case K_UNARY: iter.build_unary_op(out, c.tensor("self")); break;
+    case K_UNARY_FLOAT: iter.build_unary_float_op(out, c.tensor("self")); break;
+    case K_BINARY: iter.build_binary_op(out, c.tensor("self"), wrap(c["other"])); break;
+    case K_BINARY_FLOAT: iter.build_binary_float_op(out, c.tensor("self"), wrap(c["other"])); break;
+    case K_COMPARE: iter.build_comparison_op(out, c.tensor("self"), wrap(c["other"])); break;
+    case K_THRESHOLD_BWD:
+      a_self = c.tensor("self");
+      a_grad = c.tensor("grad_output");
+      // out = self <= threshold ? 0 : grad_output   (a = self, b = grad_output)
+      iter = at::TensorIteratorConfig().set_check_mem_overlap(false).add_output(out)
+                 .add_const_input(a_self).add_const_input(a_grad)
+                 .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
+                 .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
+      s0 = to_scalar(c["threshold"].toScalar());
+      break;
+    default: TORCH_INTERNAL_ASSERT(false, "vkml: not an elementwise kind");
+  }
+  const c10::ScalarType common = iter.common_dtype();
+  DType ct = to_dtype(common, op_info(id).name);
+  check_dtype(id, ct);
+  if (c.has("alpha")) {
+    c10::Scalar alpha = c["alpha"].toScalar();
+    check_alpha(common, alpha);
+    s0 = to_scalar(alpha);
+  } else if (kind == K_BINARY || kind == K_BINARY_FLOAT) {
+    s0 = Scalar{1.0, 1};
+  }
+  emit_elementwise(id, iter, ct, s0);
+  c.ret(iter.output());
+}
+
+// The copy rule of graph/node.h: compute in f64 if either side is f64, integers in i64, else f32.
+DType copy_compute(DType dst, DType src) {
+  if (dst == DType::f64 || src == DType::f64) return DType::f64;
+  if (!is_float(dst) && !is_float(src)) return DType::i64;
+  return DType::f32;
+}
+
+void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.scalar_type() == src.scalar_type() && dst.is_contiguous() && src.is_contiguous() &&
+      dst.sizes() == src.sizes()) {
+    if (addr_of(dst) == addr_of(src)) return;
+    allocator()->copy_data(dst.data_ptr(), src.const_data_ptr(), size_t(dst.nbytes()));
+    return;
+  }
+  auto iter = at::TensorIteratorConfig().add_output(dst).add_const_input(src).resize_outputs(false)
+                  .check_all_same_dtype(false).build();
+  DType d = to_dtype(dst.scalar_type(), "copy_"), s = to_dtype(src.scalar_type(), "copy_");
+  emit_elementwise(OpId::copy, iter, copy_compute(d, s), Scalar{});
+}
+
+}  // namespace vkml::aten

@@ -1,0 +1,106 @@
+// nll_loss_forward / nll_loss_backward (what cross_entropy reaches after log_softmax).
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros_like.h>
+
+#include "aten/call.h"
+#include "aten/common.h"
+#include "aten/kernels.h"
+
+namespace vkml::aten {
+namespace {
+
+// [N, C] view of a 1-D or 2-D input; [N] view of a 0-D or 1-D vector.
+TensorDesc as_matrix(const at::Tensor& t, const char* op) {
+  TensorDesc d = desc_of(t, op);
+  if (t.dim() == 1) {
+    d.ndim = 2;
+    d.sizes[1] = d.sizes[0], d.strides[1] = d.strides[0];
+    d.sizes[0] = 1, d.strides[0] = 0;
+  }
+  return d;
+}
+TensorDesc as_vector(const at::Tensor& t, const char* op) {
+  TensorDesc d = desc_of(t, op);
+  if (t.dim() == 0) d.ndim = 1, d.sizes[0] = 1, d.strides[0] = 0;
+  return d;
+}
+
+void check_args(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
+  TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
+  const bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
+  TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0), "size mismatch (got input: ", self.sizes(),
+              ", target: ", target.sizes(), ")");
+  const int64_t n_classes = self.size(-1);
+  TORCH_CHECK(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes),
+              "weight tensor should be defined either for all ", n_classes,
+              " classes or no classes but got weight tensor of shape: ", weight.sizes());
+  TORCH_CHECK(target.scalar_type() == c10::ScalarType::Long || target.scalar_type() == c10::ScalarType::Byte,
+              "nll_loss: expected target of dtype int64 (or uint8), got ", target.dtype());
+}
+
+}  // namespace
+
+void nll_kernel(OpId id, Call& c) {
+  const char* name = op_info(id).name;
+  at::Tensor self = c.tensor("self");
+  at::Tensor target = c.tensor("target");
+  at::Tensor weight = c.has("weight") ? c.tensor("weight") : at::Tensor();
+  check_args(self, target, weight);
+  check_dtype(id, to_dtype(self.scalar_type(), name));
+  if (target.scalar_type() != c10::ScalarType::Long) target = target.to(c10::ScalarType::Long);
+  if (weight.defined()) TORCH_CHECK(weight.scalar_type() == self.scalar_type(), name, ": weight dtype ",
+                                    weight.dtype(), " differs from input dtype ", self.dtype());
+  const int64_t reduction = c["reduction"].toInt();
+  const int64_t ignore_index = c["ignore_index"].toInt();
+  Node n;
+  n.op = id;
+  n.p[0] = reduction;
+  n.p[1] = ignore_index;
+  if (id == OpId::nll_loss) {
+    const bool vec = reduction == 0 && self.dim() == 2;
+    at::Tensor output = at::empty(vec ? std::vector<int64_t>{self.size(0)} : std::vector<int64_t>{}, self.options());
+    at::Tensor total = at::empty({}, self.options());
+    n.nout = 2;
+    n.nin = 3;
+    n.t[0] = vec ? desc_of(output, name) : as_vector(output, name);
+    n.t[1] = desc_of(total, name);
+    n.t[2] = as_matrix(self, name);
+    n.t[3] = as_vector(target, name);
+    if (weight.defined()) n.t[4] = desc_of(weight, name);
+    record(n);
+    at::Tensor out = c.out();
+    if (out.defined()) {  // nll_loss_forward.output(..., *, output, total_weight)
+      at::Tensor tw = c.tensor("total_weight");
+      if (out.sizes() != output.sizes()) out.resize_(output.sizes());
+      out.copy_(output);
+      tw.resize_({});
+      tw.copy_(total);
+      return c.ret(out, tw);
+    }
+    return c.ret(output, total);
+  }
+  // backward
+  at::Tensor grad_output = c.tensor("grad_output");
+  at::Tensor total = c.tensor("total_weight");
+  at::Tensor grad_input = at::zeros_like(self, at::MemoryFormat::Contiguous);
+  if (grad_input.numel() > 0) {
+    n.nout = 1;
+    n.nin = 4;
+    n.t[0] = as_matrix(grad_input, name);
+    n.t[1] = as_vector(grad_output, name);
+    n.t[2] = as_vector(target, name);
+    if (weight.defined()) n.t[3] = desc_of(weight, name);
+    n.t[4] = desc_of(total, name);
+    record(n);
+  }
+  at::Tensor out = c.out();
+  if (out.defined()) {
+    if (out.sizes() != grad_input.sizes()) out.resize_(grad_input.sizes());
+    out.copy_(grad_input);
+    return c.ret(out);
+  }
+  c.ret(grad_input);
+}
+
+}  // namespace vkml::aten

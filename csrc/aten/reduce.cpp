@@ -1,0 +1,162 @@
+// Reductions: sum, mean, amax/amin (and full max/min), argmax/argmin.
+// The input is described kept-dims-first, then reduced dims, each group coalesced to <= 4 dims.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/empty.h>
+
+#include <vector>
+
+#include "aten/call.h"
+#include "aten/common.h"
+#include "aten/kernels.h"
+
+namespace vkml::aten {
+namespace {
+
+constexpr int kGroupDims = 4;
+
+struct Dims {
+  std::vector<int64_t> sizes, strides;
+};
+
+// Merge dim i into i+1 when they walk memory as one; drop size-1 dims.
+Dims coalesce(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  Dims d;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 1) continue;
+    if (!d.sizes.empty() && d.strides.back() == strides[i] * sizes[i]) {
+      d.sizes.back() *= sizes[i];
+      d.strides.back() = strides[i];
+    } else {
+      d.sizes.push_back(sizes[i]);
+      d.strides.push_back(strides[i]);
+    }
+  }
+  return d;
+}
+
+c10::ScalarType out_dtype(OpId id, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  const Kind kind = op_info(id).kind;
+  if (kind == K_ARGREDUCE) return c10::ScalarType::Long;
+  if (id == OpId::sum) {
+    if (dtype) return *dtype;
+    return c10::isIntegralType(self.scalar_type(), true) ? c10::ScalarType::Long : self.scalar_type();
+  }
+  if (id == OpId::mean) {
+    c10::ScalarType t = dtype ? *dtype : self.scalar_type();
+    TORCH_CHECK(c10::isFloatingType(t) || c10::isComplexType(t),
+                "mean(): could not infer output dtype. ",
+                dtype ? "Optional dtype" : "Input dtype",
+                " must be either a floating point or complex dtype. Got: ", c10::toString(t));
+    return t;
+  }
+  return self.scalar_type();
+}
+
+}  // namespace
+
+void reduce_kernel(OpId id, Call& c) {
+  const OpInfo& info = op_info(id);
+  at::Tensor self = c.tensor("self");
+  const int64_t nd = self.dim();
+  // Which dims are reduced: none given (or an empty list) means all of them.
+  std::vector<bool> red(size_t(nd), false);
+  bool all = true;
+  if (c.has("dim")) {
+    const c10::IValue& v = c["dim"];
+    if (v.isInt()) {
+      red[size_t(at::maybe_wrap_dim(v.toInt(), nd))] = true;
+      all = false;
+    } else {
+      for (int64_t d : v.toIntVector()) {
+        size_t w = size_t(at::maybe_wrap_dim(d, nd));
+        TORCH_CHECK(!red[w], "dim ", w, " appears multiple times in the list of dims");
+        red[w] = true;
+        all = false;
+      }
+    }
+  }
+  if (all) std::fill(red.begin(), red.end(), true);
+  const bool keepdim = c.has("keepdim") && c["keepdim"].toBool();
+  std::optional<c10::ScalarType> dtype;
+  if (c.has("dtype")) dtype = c["dtype"].toScalarType();
+  const c10::ScalarType odt = out_dtype(id, self, dtype);
+  check_dtype(id, to_dtype(info.kind == K_ARGREDUCE ? self.scalar_type() : odt, info.name));
+
+  // Empty reductions that have no identity are errors, as on the CPU.
+  if (info.kind == K_ARGREDUCE || id == OpId::amax || id == OpId::amin) {
+    const char* name = c.schema.name() == "aten::max" ? "max" : c.schema.name() == "aten::min" ? "min" : info.name;
+    if (all && !c.has("dim")) {
+      TORCH_CHECK(self.numel() > 0, name, "(): Expected reduction dim to be specified for input.numel() == 0.",
+                  info.kind == K_ARGREDUCE ? "" : " Specify the reduction dim with the 'dim' argument.");
+    }
+    for (int64_t d = 0; d < nd; ++d)
+      TORCH_CHECK(!red[size_t(d)] || self.size(d) > 0, name, "(): Expected reduction dim ", d,
+                  " to have non-zero size.");
+  }
+
+  std::vector<int64_t> oshape, kshape, kstride, rshape, rstride;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (red[size_t(d)]) {
+      if (keepdim) oshape.push_back(1);
+      rshape.push_back(self.size(d));
+      rstride.push_back(self.stride(d));
+    } else {
+      oshape.push_back(self.size(d));
+      kshape.push_back(self.size(d));
+      kstride.push_back(self.stride(d));
+    }
+  }
+  at::Tensor result = at::empty(oshape, self.options().dtype(odt));
+  if (result.numel() > 0) {
+    at::Tensor in = self;
+    Dims k = coalesce(kshape, kstride), r = coalesce(rshape, rstride);
+    if (int(k.sizes.size()) > kGroupDims || int(r.sizes.size()) > kGroupDims) {
+      in = self.contiguous();
+      std::vector<int64_t> ks, rs;
+      for (int64_t d = 0; d < nd; ++d) (red[size_t(d)] ? rs : ks).push_back(in.stride(d));
+      k = coalesce(kshape, ks);
+      r = coalesce(rshape, rs);
+    }
+    TORCH_CHECK_NOT_IMPLEMENTED(int(k.sizes.size()) <= kGroupDims && int(r.sizes.size()) <= kGroupDims,
+                                "vkml: ", signature(info.name, {&self}), ": too many non-adjacent dims");
+    Node n;
+    n.op = id;
+    n.nout = 1;
+    n.nin = 1;
+    TensorDesc& o = n.t[0];
+    o.addr = addr_of(result);
+    o.dtype = to_dtype(odt, info.name);
+    o.ndim = uint8_t(k.sizes.size());
+    int64_t st = 1;
+    for (int i = o.ndim - 1; i >= 0; --i) {
+      o.sizes[i] = k.sizes[size_t(i)];
+      o.strides[i] = st;
+      st *= k.sizes[size_t(i)];
+    }
+    TensorDesc& t = n.t[1];
+    t.addr = in.numel() ? addr_of(in) : 0;
+    t.dtype = to_dtype(in.scalar_type(), info.name);
+    t.ndim = uint8_t(k.sizes.size() + r.sizes.size());
+    for (size_t i = 0; i < k.sizes.size(); ++i) t.sizes[i] = k.sizes[i], t.strides[i] = k.strides[i];
+    for (size_t i = 0; i < r.sizes.size(); ++i)
+      t.sizes[k.sizes.size() + i] = r.sizes[i], t.strides[k.sizes.size() + i] = r.strides[i];
+    if (in.numel() == 0) {  // empty reduction: sum 0, mean NaN; shaders see n_red == 0
+      t.ndim = o.ndim + 1;
+      t.sizes[o.ndim] = 0;
+      t.strides[o.ndim] = 1;
+    }
+    n.p[0] = int64_t(k.sizes.size());
+    record(n);
+  }
+  at::Tensor out = c.out();
+  if (out.defined()) {
+    TORCH_CHECK(out.scalar_type() == odt || !c.has("dtype"), "Expected out tensor to have dtype ",
+                c10::toString(odt), ", but got ", c10::toString(out.scalar_type()), " instead");
+    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
+    out.copy_(result);
+    return c.ret(out);
+  }
+  c.ret(result);
+}
+
+}  // namespace vkml::aten

@@ -1,0 +1,66 @@
+// _softmax / _log_softmax and their backward, over a contiguous [outer, D, inner] view.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/empty.h>
+
+#include "aten/call.h"
+#include "aten/common.h"
+#include "aten/kernels.h"
+
+namespace vkml::aten {
+namespace {
+
+TensorDesc odi(const at::Tensor& t, int64_t dim, const char* op) {
+  TensorDesc d;
+  d.addr = t.numel() ? addr_of(t) : 0;
+  d.dtype = to_dtype(t.scalar_type(), op);
+  d.ndim = 3;
+  int64_t o = 1, i = 1;
+  for (int64_t k = 0; k < t.dim(); ++k) {
+    if (k < dim) o *= t.size(k);
+    if (k > dim) i *= t.size(k);
+  }
+  const int64_t D = t.dim() ? t.size(dim) : 1;
+  d.sizes[0] = o, d.sizes[1] = D, d.sizes[2] = i;
+  d.strides[0] = D * i, d.strides[1] = i, d.strides[2] = 1;
+  return d;
+}
+
+}  // namespace
+
+void softmax_kernel(OpId id, Call& c) {
+  const char* name = op_info(id).name;
+  const bool bwd = op_info(id).kind == K_SOFTMAX_BWD;
+  at::Tensor x = (bwd ? c.tensor("grad_output") : c.tensor("self")).contiguous();
+  const int64_t dim = at::maybe_wrap_dim(c["dim"].toInt(), x.dim());
+  at::Tensor y;
+  c10::ScalarType odt = x.scalar_type();
+  if (bwd) {
+    y = c.tensor("output").contiguous();
+    odt = c["input_dtype"].toScalarType();
+    TORCH_CHECK(y.sizes() == x.sizes(), name, ": grad_output and output shapes differ");
+  } else {
+    TORCH_CHECK(!c["half_to_float"].toBool(),
+                "softmax with half to float conversion is not supported on vkml");
+  }
+  check_dtype(id, to_dtype(x.scalar_type(), name));
+  at::Tensor out = c.out();
+  at::Tensor result = at::empty(x.sizes(), x.options().dtype(odt));
+  if (result.numel() > 0) {
+    Node n;
+    n.op = id;
+    n.nout = 1;
+    n.nin = bwd ? 2 : 1;
+    n.t[0] = odi(result, dim, name);
+    n.t[1] = odi(x, dim, name);
+    if (bwd) n.t[2] = odi(y, dim, name);
+    record(n);
+  }
+  if (out.defined()) {
+    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
+    out.copy_(result);
+    return c.ret(out);
+  }
+  c.ret(result);
+}
+
+}  // namespace vkml::aten

@@ -1,0 +1,181 @@
+#include "dispatch/device.h"
+
+#include <cstring>
+#include <vector>
+
+#include "backend/vulkan/vulkan_backend.h"
+#include "dispatch/compare.h"
+#include "util/env.h"
+
+namespace vkml {
+namespace {
+
+constexpr size_t kMaxStagedBytes = size_t(256) << 20;  // flush when pending uploads hold this much
+
+struct Opened {
+  Device* dev = nullptr;
+  std::string why;
+};
+
+Node transfer_node(uint64_t dst, uint64_t src, size_t bytes) {
+  Node n;
+  n.op = OpId::transfer;
+  n.nout = 1;
+  n.nin = 1;
+  for (int i = 0; i < 2; ++i) {
+    n.t[i].dtype = DType::u8;
+    n.t[i].ndim = 1;
+    n.t[i].sizes[0] = int64_t(bytes);
+    n.t[i].strides[0] = 1;
+  }
+  n.t[0].addr = dst;
+  n.t[1].addr = src;
+  return n;
+}
+
+}  // namespace
+
+static Opened& opened();
+
+Device* Device::get() { return opened().dev; }
+const std::string& Device::why_unavailable() { return opened().why; }
+int Device::device_count() { return get() ? 1 : 0; }
+
+static Opened& opened() {
+  static Opened o = [] {
+    Opened r;
+    std::string why;
+    auto devices = vk::list_devices(&why);
+    if (devices.empty()) {
+      r.why = why.empty() ? "no Vulkan 1.3 device found" : why;
+      return r;
+    }
+    int index = env().device < 0 ? 0 : env().device;
+    if (index >= int(devices.size())) {
+      r.why = "VKML_DEVICE=" + std::to_string(index) + " but only " + std::to_string(devices.size()) +
+              " Vulkan device(s) found";
+      return r;
+    }
+    auto b = vk::create_backend(index, env().min_spec);
+    if (!b.ok()) {
+      r.why = b.error().msg;
+      return r;
+    }
+    r.dev = new Device(std::move(b.value()), index);  // lives for the process: tensors may outlive main
+    return r;
+  }();
+  return o;
+}
+
+Result<Block> Device::alloc(size_t bytes) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  auto r = backend_->alloc(bytes, MemKind::device);
+  if (r.ok() || r.error().code != Err::out_of_memory) return r;
+  // Memory pressure: run what is pending (frees staging), give cached blocks back, try again.
+  VKML_TRY(flush_locked());
+  backend_->empty_cache();
+  return backend_->alloc(bytes, MemKind::device);
+}
+
+void Device::free(const Block& b) {
+  // Stream-ordered reuse: nodes run in recording order with a barrier between each, so a block
+  // freed now may be handed to a later node even while earlier pending nodes still use it.
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  backend_->free(b);
+}
+
+void Device::empty_cache() {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  (void)flush_locked();  // pending nodes may still read freed blocks
+  backend_->empty_cache();
+}
+
+MemoryStats Device::memory_stats() const {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  return backend_->memory_stats();
+}
+
+bool Device::supports(const Node& n) const { return backend_->supports(n); }
+
+Result<void> Device::record(const Node& n) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  if (!backend_->supports(n)) {
+    std::string what = std::string(op_info(n.op).name) + " on " + info().name + ":";
+    for (int i = 0; i < n.nout + n.nin; ++i)
+      if (n.t[i].addr) what += " " + describe(n.t[i]);
+    return fail(Err::unsupported, "no Vulkan kernel for " + what);
+  }
+  ++stats_.nodes;
+  if (env().check && n.op != OpId::transfer) {
+    VKML_TRY(flush_locked());
+    return run_checked(n);
+  }
+  graph_.nodes.push_back(n);
+  if (env().eager || env().check || int(graph_.nodes.size()) >= env().max_pending ||
+      graph_.staged_bytes >= kMaxStagedBytes)
+    return flush_locked();
+  return {};
+}
+
+Result<void> Device::flush() {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  return flush_locked();
+}
+
+Result<void> Device::flush_locked() {
+  if (graph_.empty()) return {};
+  ++stats_.flushes;
+  ++stats_.submits;
+  auto r = backend_->execute(graph_.nodes);
+  graph_.clear();  // also on error: the batch is gone either way, and its staging must be freed
+  return r;
+}
+
+Result<void> Device::upload(uint64_t dst, const void* src, size_t bytes) {
+  if (bytes == 0) return {};
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  auto st = backend_->alloc(bytes, MemKind::staging);
+  if (!st.ok()) {
+    VKML_TRY(flush_locked());
+    st = backend_->alloc(bytes, MemKind::staging);
+    if (!st.ok()) return st.error();
+  }
+  Block blk = st.value();
+  std::memcpy(backend_->host_ptr(blk.addr), src, bytes);
+  Backend* be = backend_.get();
+  graph_.keepalive.push_back(std::shared_ptr<void>(nullptr, [be, blk](void*) { be->free(blk); }));
+  graph_.staged_bytes += bytes;
+  return record(transfer_node(dst, blk.addr, bytes));
+}
+
+Result<void> Device::download(uint64_t src, void* dst, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  return download_locked(src, dst, bytes);
+}
+
+Result<void> Device::download_locked(uint64_t src, void* dst, size_t bytes) {
+  if (bytes == 0) return {};
+  auto st = backend_->alloc(bytes, MemKind::staging);
+  if (!st.ok()) {
+    VKML_TRY(flush_locked());
+    st = backend_->alloc(bytes, MemKind::staging);
+    if (!st.ok()) return st.error();
+  }
+  Block blk = st.value();
+  ++stats_.nodes;
+  graph_.nodes.push_back(transfer_node(blk.addr, src, bytes));
+  auto r = flush_locked();
+  if (r.ok()) std::memcpy(dst, backend_->host_ptr(blk.addr), bytes);
+  backend_->free(blk);
+  return r;
+}
+
+Stats Device::stats() {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  Stats s = stats_;
+  s.dispatches = backend_->dispatches();
+  s.pending = graph_.nodes.size();
+  return s;
+}
+
+}  // namespace vkml

@@ -1,0 +1,67 @@
+// The device: one backend, its pending graph, the flush policy, check mode and the counters.
+// Every layer above talks to the GPU only through this class. Thread safe (autograd runs
+// backward on its own thread).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/api/backend.h"
+#include "graph/graph.h"
+#include "util/result.h"
+
+namespace vkml {
+
+struct Stats {
+  uint64_t nodes = 0;       // nodes recorded
+  uint64_t dispatches = 0;  // GPU dispatches and copies (from the backend)
+  uint64_t submits = 0;     // batches handed to the backend (each one queue submission)
+  uint64_t flushes = 0;     // flushes that had work
+  uint64_t pending = 0;     // nodes recorded and not yet submitted
+  uint64_t checked = 0;     // nodes verified against the oracle
+};
+
+class Device {
+ public:
+  // The process's device, opened on first use; null when there is none (see why_unavailable()).
+  static Device* get();
+  static const std::string& why_unavailable();
+  static int device_count();  // never throws; 0 or 1
+
+  const DeviceInfo& info() const { return backend_->info(); }
+  const Limits& limits() const { return backend_->limits(); }
+  int index() const { return index_; }
+
+  // Device memory. On out-of-memory: flush, return cached memory to the driver, retry once.
+  Result<Block> alloc(size_t bytes);
+  void free(const Block& b);
+  void empty_cache();
+  MemoryStats memory_stats() const;
+
+  bool supports(const Node& n) const;
+  // Records a node: it runs at the next flush (at once under eager or check mode).
+  Result<void> record(const Node& n);
+  Result<void> flush();
+
+  // Host <-> device bytes. upload is recorded (lazy); download flushes and waits.
+  Result<void> upload(uint64_t dst, const void* src, size_t bytes);
+  Result<void> download(uint64_t src, void* dst, size_t bytes);
+
+  Stats stats();
+
+ Device(std::unique_ptr<Backend> b, int index) : backend_(std::move(b)), index_(index) {}  // use get()
+
+ private:
+  Result<void> flush_locked();
+  Result<void> run_checked(const Node& n);  // check mode: dispatch/check.cpp
+  Result<void> download_locked(uint64_t src, void* dst, size_t bytes);
+
+  std::unique_ptr<Backend> backend_;
+  int index_ = 0;
+  Graph graph_;
+  Stats stats_;
+  mutable std::recursive_mutex mu_;
+};
+
+}  // namespace vkml

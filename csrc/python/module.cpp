@@ -1,0 +1,136 @@
+// vkml_torch._C: the device's state and switches, for vkml_torch/__init__.py and the tests.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "dispatch/device.h"
+#include "graph/op.h"
+#include "util/env.h"
+
+namespace py = pybind11;
+using namespace vkml;
+
+namespace {
+
+Device* dev() { return Device::get(); }
+
+Device& need() {
+  Device* d = dev();
+  if (!d) throw std::runtime_error("vkml: no Vulkan device is available: " + Device::why_unavailable());
+  return *d;
+}
+
+void raise_if(const Result<void>& r) {
+  if (!r.ok()) throw std::runtime_error(r.error().msg);
+}
+
+const char* kind_name(Kind k) {
+  switch (k) {
+#define K(x) case x: return #x;
+    K(K_FILL) K(K_COPY) K(K_UNARY) K(K_UNARY_FLOAT) K(K_BINARY) K(K_BINARY_FLOAT) K(K_COMPARE)
+    K(K_THRESHOLD_BWD) K(K_REDUCE) K(K_ARGREDUCE) K(K_GEMM) K(K_SOFTMAX) K(K_SOFTMAX_BWD) K(K_NLL)
+    K(K_NLL_BWD) K(K_TRANSFER)
+#undef K
+  }
+  return "?";
+}
+
+py::list op_table() {
+  py::list rows;
+  auto add = [&](OpId id, std::initializer_list<const char*> overloads) {
+    const OpInfo& i = op_info(id);
+    py::dict r;
+    r["name"] = i.name;
+    r["kind"] = kind_name(i.kind);
+    py::list dts;
+    for (DType t : {DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::f32,
+                    DType::f64, DType::b8, DType::bf16})
+      if (i.dtypes & bit(t)) dts.append(t == DType::b8 ? "bool" : dtype_name(t));
+    r["dtypes"] = dts;
+    r["tol_kind"] = tol_kind_name(i.tol.kind);
+    r["tol_bound"] = i.tol.bound;
+    r["tol_why"] = i.tol.why;
+    py::list ov;
+    for (const char* o : overloads) ov.append(o);
+    r["overloads"] = ov;
+    rows.append(r);
+  };
+#define OP(NAME, KIND, OPCODE, ORACLE, DTYPES, TOL, ...) add(OpId::NAME, {__VA_ARGS__});
+#include "graph/ops.def"
+#undef OP
+  return rows;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.def("is_available", [] { return dev() != nullptr; });
+  m.def("why_unavailable", [] { return Device::why_unavailable(); });
+  m.def("device_count", [] { return Device::device_count(); });
+  m.def("device_index", [] { return need().index(); });
+  m.def("device_info", [] {
+    Device& d = need();
+    const DeviceInfo& i = d.info();
+    const Limits& l = d.limits();
+    py::dict r;
+    r["name"] = i.name;
+    r["type"] = i.type;
+    r["api_version"] = i.api_version;
+    r["driver_version"] = i.driver;
+    r["vendor_id"] = i.vendor_id;
+    r["device_id"] = i.device_id;
+    r["total_memory"] = i.memory_bytes;
+    r["max_push_constants_size"] = l.max_push_constants;
+    r["max_shared_memory"] = l.max_shared_memory;
+    r["max_workgroup_invocations"] = l.max_workgroup_invocations;
+    r["subgroup_size"] = l.subgroup_size;
+    r["max_allocation"] = l.max_allocation;
+    r["float64"] = l.float64;
+    r["float16"] = l.float16;
+    r["min_spec"] = env().min_spec;
+    return r;
+  });
+  m.def("synchronize", [] {
+    if (Device* d = dev()) {
+      py::gil_scoped_release nogil;
+      raise_if(d->flush());
+    }
+  });
+  m.def("stats", [] {
+    py::dict r;
+    Stats s = dev() ? dev()->stats() : Stats{};
+    r["nodes"] = s.nodes;
+    r["dispatches"] = s.dispatches;
+    r["submits"] = s.submits;
+    r["flushes"] = s.flushes;
+    r["pending"] = s.pending;
+    r["checked"] = s.checked;
+    return r;
+  });
+  m.def("memory_stats", [] {
+    py::dict r;
+    MemoryStats s = dev() ? dev()->memory_stats() : MemoryStats{};
+    r["allocated"] = s.allocated;
+    r["reserved"] = s.reserved;
+    r["max_allocated"] = s.max_allocated;
+    return r;
+  });
+  m.def("empty_cache", [] {
+    if (Device* d = dev()) d->empty_cache();
+  });
+  m.def("set_check", [](bool on) {
+    if (Device* d = dev()) raise_if(d->flush());
+    env().check = on;
+  });
+  m.def("check_enabled", [] { return env().check; });
+  m.def("set_eager", [](bool on) {
+    if (Device* d = dev()) raise_if(d->flush());
+    env().eager = on;
+  });
+  m.def("eager_enabled", [] { return env().eager; });
+  m.def("set_mutation", [](const std::string& op) {
+    if (Device* d = dev()) raise_if(d->flush());
+    env().mutate = op;
+  });
+  m.def("cpu_fallback_enabled", [] { return env().cpu_fallback; });
+  m.def("op_table", &op_table);
+}

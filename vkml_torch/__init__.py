@@ -1,0 +1,57 @@
+"""vkml_torch: a PyTorch device backend for any Vulkan 1.3 GPU.
+
+`import vkml_torch` (or torch's backend autoload) registers the device "vkml":
+`tensor.to("vkml")`, `model.to("vkml")`, and `torch.vkml` (the counterpart of `torch.cuda`).
+"""
+import torch
+
+from . import _C
+from . import _device
+
+__all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
+           "set_eager", "set_mutation"]
+
+_registered = False
+
+
+def _register():
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    if torch._C._get_privateuse1_backend_name() != "vkml":
+        torch.utils.rename_privateuse1_backend("vkml")
+    torch._register_device_module("vkml", _device)
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+
+
+def _autoload():
+    """Entry point for torch's `torch.backends` autoload: importing the package is the work."""
+
+
+_register()
+
+is_available = _C.is_available
+why_unavailable = _C.why_unavailable
+
+
+def best_device():
+    """(torch.device, reason): the vkml device when a Vulkan device is usable, else the CPU."""
+    if _C.is_available():
+        i = _C.device_info()
+        idx = _C.device_index()
+        return (torch.device("vkml", 0),
+                f"using Vulkan device {idx}: {i['name']} ({i['type']}, Vulkan {i['api_version']}, "
+                f"driver {i['driver_version']})")
+    return torch.device("cpu"), f"no usable Vulkan device ({_C.why_unavailable()}); using the CPU"
+
+
+def stats():
+    """Counters since process start: nodes, dispatches, submits, flushes, pending, checked."""
+    return _C.stats()
+
+
+set_check = _C.set_check
+check_enabled = _C.check_enabled
+set_eager = _C.set_eager
+set_mutation = _C.set_mutation
