@@ -1,0 +1,184 @@
+// The Backend interface on Vulkan: memory from Memory, nodes lowered to dispatches and recorded
+// into one reused command buffer, submitted and waited for.
+#include <atomic>
+#include <cstring>
+#include <cstdio>
+
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/lower.h"
+#include "backend/vulkan/memory.h"
+#include "backend/vulkan/pipelines.h"
+#include "backend/vulkan/vulkan_backend.h"
+
+namespace vkml::vk {
+namespace {
+
+constexpr VkPipelineStageFlags kWork = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kAll = kWrites | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+
+bool empty_output(const Node& n) {
+  for (int i = 0; i < n.nout; ++i)
+    if (n.t[i].numel() == 0) return true;
+  return n.op == OpId::transfer && n.t[0].sizes[0] <= 0;
+}
+
+std::string hex(uint64_t a) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", (unsigned long long)a);
+  return b;
+}
+
+class VulkanBackend final : public Backend {
+ public:
+  explicit VulkanBackend(std::unique_ptr<Device> d) : dev_(std::move(d)), mem_(*dev_), pipes_(*dev_) {}
+
+  ~VulkanBackend() override {
+    const auto& fn = dev_->fn;
+    fn.vkDeviceWaitIdle(dev_->dev);
+    if (fence_) fn.vkDestroyFence(dev_->dev, fence_, nullptr);
+    if (pool_) fn.vkDestroyCommandPool(dev_->dev, pool_, nullptr);
+  }
+
+  Result<void> init() {
+    VKML_TRY(pipes_.init());
+    const auto& fn = dev_->fn;
+    VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pi.queueFamilyIndex = dev_->queue_family;
+    VKML_TRY(check(fn.vkCreateCommandPool(dev_->dev, &pi, nullptr, &pool_), "vkCreateCommandPool", "init"));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VKML_TRY(check(fn.vkAllocateCommandBuffers(dev_->dev, &ai, &cmd_), "vkAllocateCommandBuffers", "init"));
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VKML_TRY(check(fn.vkCreateFence(dev_->dev, &fi, nullptr, &fence_), "vkCreateFence", "init"));
+    return {};
+  }
+
+  const DeviceInfo& info() const override { return dev_->info; }
+  const Limits& limits() const override { return dev_->limits; }
+
+  Result<Block> alloc(size_t bytes, MemKind kind) override { return mem_.alloc(bytes, kind); }
+  void free(const Block& b) override { mem_.free(b); }
+  void* host_ptr(uint64_t addr) override { return mem_.host_ptr(addr); }
+  void empty_cache() override { mem_.empty_cache(); }
+  MemoryStats memory_stats() const override { return mem_.stats(); }
+
+  bool supports(const Node& n) const override {
+    return n.op == OpId::transfer || can_lower(n, dev_->limits);
+  }
+  uint64_t dispatches() const override { return dispatches_.load(); }
+
+  Result<void> execute(std::span<const Node> nodes) override {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    const auto& fn = dev_->fn;
+    bool begun = false;
+    uint64_t count = 0;
+    for (const Node& n : nodes) {
+      if (empty_output(n)) continue;
+      const char* op = op_info(n.op).name;
+      if (!begun) {
+        VKML_TRY(check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer", op));
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        VKML_TRY(check(fn.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer", op));
+        begun = true;
+      }
+      if (n.op == OpId::transfer) {
+        VKML_TRY(record_copy(n));
+        ++count;
+      } else {
+        Dispatch ds[kMaxDispatchesPerNode];
+        auto k = lower(n, dev_->limits, ds);
+        if (!k.ok()) return k.error();
+        for (int i = 0; i < *k; ++i) {
+          VKML_TRY(record_dispatch(ds[i], op));
+          ++count;
+        }
+      }
+    }
+    if (!begun) return {};
+    barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    const char* last = op_info(nodes.back().op).name;
+    VKML_TRY(check(fn.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", last));
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd_;
+    VKML_TRY(check(fn.vkQueueSubmit(dev_->queue, 1, &si, fence_), "vkQueueSubmit", last));
+    VkResult w = fn.vkWaitForFences(dev_->dev, 1, &fence_, VK_TRUE, UINT64_MAX);
+    fn.vkResetFences(dev_->dev, 1, &fence_);
+    VKML_TRY(check(w, "vkWaitForFences", last));
+    dispatches_ += count;
+    return {};
+  }
+
+ private:
+  static Result<void> check(VkResult r, const char* call, const char* op) {
+    if (r == VK_SUCCESS) return {};
+    return fail(Err::vulkan, std::string(call) + " failed: " + result_name(r) + " (op " + op + ")");
+  }
+
+  // Makes every compute/transfer write visible to what follows (`stage`, `access`).
+  void barrier(VkPipelineStageFlags stage, VkAccessFlags access) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = kWrites;
+    mb.dstAccessMask = access;
+    dev_->fn.vkCmdPipelineBarrier(cmd_, kWork, stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+
+  Result<void> record_copy(const Node& n) {
+    const uint64_t bytes = uint64_t(n.t[0].sizes[0]);
+    if (n.t[1].numel() * int64_t(dtype_size(n.t[1].dtype)) < int64_t(bytes))
+      return fail(Err::invalid, "transfer: source holds fewer than " + std::to_string(bytes) + " bytes");
+    VkBuffer src, dst;
+    VkBufferCopy c{0, 0, bytes};
+    if (!mem_.lookup(n.t[1].addr, bytes, &src, &c.srcOffset))
+      return fail(Err::invalid, "transfer: source " + hex(n.t[1].addr) + " + " + std::to_string(bytes) +
+                                    " bytes is not inside one vkml buffer");
+    if (!mem_.lookup(n.t[0].addr, bytes, &dst, &c.dstOffset))
+      return fail(Err::invalid, "transfer: destination " + hex(n.t[0].addr) + " + " + std::to_string(bytes) +
+                                    " bytes is not inside one vkml buffer");
+    dev_->fn.vkCmdCopyBuffer(cmd_, src, dst, 1, &c);
+    barrier(kWork, kAll);
+    return {};
+  }
+
+  Result<void> record_dispatch(const Dispatch& d, const char* op) {
+    std::string shader(d.shader, strnlen(d.shader, sizeof d.shader));
+    auto p = pipes_.get(shader, d.opcode);
+    if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
+    if (d.pc_size > Pipelines::kPushBytes)
+      return fail(Err::invalid, std::string("push constants of ") + std::to_string(d.pc_size) +
+                                    " bytes exceed 128 (op " + op + ")");
+    const auto& fn = dev_->fn;
+    fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, *p);
+    if (d.pc_size)
+      fn.vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.pc_size, d.pc);
+    fn.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
+    barrier(kWork, kAll);
+    return {};
+  }
+
+  std::unique_ptr<Device> dev_;  // first: destroyed last
+  Memory mem_;
+  Pipelines pipes_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  std::mutex exec_mu_;
+  std::atomic<uint64_t> dispatches_{0};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> create_backend(int index, bool min_spec) {
+  auto d = open_device(index, min_spec);
+  if (!d.ok()) return d.error();
+  auto b = std::make_unique<VulkanBackend>(std::move(*d));
+  VKML_TRY(b->init());
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+}  // namespace vkml::vk

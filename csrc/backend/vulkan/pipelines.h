@@ -1,0 +1,40 @@
+// Compute pipelines: one layout for every shader (no descriptor sets: shaders reach memory through
+// buffer-device addresses in a 128-byte push-constant block), modules and pipelines cached.
+#pragma once
+#include <volk.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "util/result.h"
+
+namespace vkml::vk {
+
+struct Device;
+
+class Pipelines {
+ public:
+  static constexpr uint32_t kPushBytes = 128;  // Vulkan 1.3's guaranteed maxPushConstantsSize
+
+  explicit Pipelines(Device& d);
+  ~Pipelines();
+  Pipelines(const Pipelines&) = delete;
+  Pipelines& operator=(const Pipelines&) = delete;
+
+  Result<void> init();  // creates the layout
+  VkPipelineLayout layout() const { return layout_; }
+  // The pipeline of SPIR-V blob `shader` with specialization constant 0 = opcode.
+  Result<VkPipeline> get(const std::string& shader, int32_t opcode);
+
+ private:
+  Device& d_;
+  std::mutex mu_;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  std::map<std::string, VkShaderModule> modules_;
+  std::map<std::pair<std::string, int32_t>, VkPipeline> pipelines_;
+};
+
+}  // namespace vkml::vk
