@@ -1,0 +1,81 @@
+// Elementwise kinds (fill, copy, unary, binary, compare, threshold_backward): one loop over the
+// output's multi-index, as TensorIterator does on the CPU: each input is cast to the common dtype
+// p[0], the row's scalar function runs in that dtype's compute type, the result is cast to p[0]
+// (a no-op unless the output is wider) and then to the output dtype.
+#include <cmath>
+
+#include "backend/cpu/access.h"
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+namespace {
+
+int inputs_of(Kind k) {
+  switch (k) {
+    case K_FILL: return 0;
+    case K_COPY: case K_UNARY: case K_UNARY_FLOAT: return 1;
+    default: return 2;
+  }
+}
+
+// Scalars arrive as a double and an int64; the compute type picks one (f32 compute: float(f)).
+template <class T> T scalar_as(const Scalar& s) {
+  if constexpr (std::is_same_v<T, int64_t>) return s.i;
+  else return T(s.f);
+}
+
+template <class T>
+void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
+  const DType ct = DType(n.p[0]);
+  const Kind kind = op_info(n.op).kind;
+  const int nin = inputs_of(kind);
+  const bool scalar_b = nin == 2 && (n.flags & kScalarB);
+  const TensorDesc& out = n.t[0];
+  T s = scalar_as<T>(n.s[0]);
+  if (kind == K_THRESHOLD_BWD) s = through(s, ct);  // torch: threshold.to<scalar_t>()
+  const T bs = scalar_as<T>(n.s[1]);
+  const int64_t numel = out.numel();
+  if (scale) scale->assign(size_t(numel), 0.0);
+  for (int64_t lin = 0; lin < numel; ++lin) {
+    T a = T(0), b = T(0);
+    if (nin >= 1) a = through(load<T>(at(n.t[1], offset_of(n.t[1], lin)), n.t[1].dtype), ct);
+    if (scalar_b) b = bs;
+    else if (nin == 2) b = through(load<T>(at(n.t[2], offset_of(n.t[2], lin)), n.t[2].dtype), ct);
+    uint8_t* o = at(out, offset_of(out, lin));
+    store(o, out.dtype, through(fn(a, b, s), ct));
+    // Elementwise backward-error rows (log): the bound scales with max(|ref|, 1).
+    if (scale) (*scale)[size_t(lin)] = std::fmax(std::fabs(load<double>(o, out.dtype)), 1.0);
+  }
+}
+
+}  // namespace
+
+Result<void> or_elementwise(const Node& n, std::vector<double>* scale, const EwFns& fns) {
+  const Kind kind = op_info(n.op).kind;
+  const DType ct = DType(n.p[0]);
+  if (!valid_dtype(ct) || !(op_info(n.op).dtypes & bit(ct)))
+    return node_error(Err::unsupported, n, "compute dtype code " + std::to_string(n.p[0]) +
+                                               (valid_dtype(ct) ? std::string(" (") + dtype_name(ct) + ")" : "") +
+                                               " not supported");
+  const int nin = inputs_of(kind);
+  const bool scalar_b = nin == 2 && (n.flags & kScalarB);
+  if (!valid_dtype(n.t[0].dtype)) return node_error(Err::unsupported, n, "bad output dtype");
+  for (int i = 1; i <= nin; ++i) {
+    if (i == 2 && scalar_b) break;
+    const TensorDesc& d = n.t[i];
+    if (!valid_dtype(d.dtype)) return node_error(Err::unsupported, n, "bad input dtype");
+    if (d.ndim != n.t[0].ndim) return node_error(Err::invalid, n, "input rank differs from output");
+    for (int k = 0; k < d.ndim; ++k)
+      if (d.sizes[k] != n.t[0].sizes[k]) return node_error(Err::invalid, n, "input sizes differ from output (broadcast is stride 0)");
+    if (d.addr == 0 && d.numel() > 0) return node_error(Err::invalid, n, "input address is null");
+  }
+  std::vector<double>* sc = wants_scale(n, scale) ? scale : nullptr;
+  switch (compute_of(ct)) {
+    case Compute::f32: run<float>(n, fns.f32, sc); break;
+    case Compute::f64: run<double>(n, fns.f64, sc); break;
+    case Compute::i64: run<int64_t>(n, fns.i64, sc); break;
+  }
+  return {};
+}
+
+}  // namespace vkml::cpu

@@ -1,0 +1,95 @@
+// Scalar functions named in the ORACLE column of graph/ops.def for elementwise kinds.
+// One signature for all: T f(T a, T b, T s) with T in {float, double, int64_t} (the compute type;
+// every function must compile for all three). Unary ops ignore b and s. s is alpha (add/sub), the
+// fill value (fill) or the threshold (threshold_backward). Comparisons return 1 or 0.
+// The formulas follow PyTorch's CPU kernels so that exact ops are bit-exact.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace vkml::cpu {
+
+template <class T> constexpr bool is_int_v = std::is_integral_v<T>;
+
+// Integer arithmetic wraps (two's complement), as the output narrowing does afterwards.
+template <class T> T wrap_add(T a, T b) {
+  if constexpr (is_int_v<T>) return T(uint64_t(a) + uint64_t(b));
+  else return a + b;
+}
+template <class T> T wrap_mul(T a, T b) {
+  if constexpr (is_int_v<T>) return T(uint64_t(a) * uint64_t(b));
+  else return a * b;
+}
+template <class T> T wrap_neg(T a) {
+  if constexpr (is_int_v<T>) return T(0 - uint64_t(a));
+  else return -a;
+}
+template <class T> bool is_nan(T a) {
+  if constexpr (is_int_v<T>) return false;
+  else return a != a;
+}
+
+template <class T> T ew_fill(T, T, T s) { return s; }
+template <class T> T ew_copy(T a, T, T) { return a; }
+template <class T> T ew_neg(T a, T, T) { return wrap_neg(a); }
+template <class T> T ew_abs(T a, T, T) {
+  if constexpr (is_int_v<T>) return a < 0 ? wrap_neg(a) : a;
+  else return std::fabs(a);
+}
+// relu = clamp_min(x, 0): keeps NaN and -0.0 (std::max(a, 0) returns a unless a < 0).
+template <class T> T ew_relu(T a, T, T) { return a < T(0) ? T(0) : a; }
+template <class T> T ew_ceil(T a, T, T) {
+  if constexpr (is_int_v<T>) return a;
+  else return std::ceil(a);
+}
+template <class T> T ew_floor(T a, T, T) {
+  if constexpr (is_int_v<T>) return a;
+  else return std::floor(a);
+}
+// Float-only ops (ints are promoted by aten; the int64 instantiation only has to compile).
+template <class T> T ew_exp(T a, T, T) {
+  if constexpr (is_int_v<T>) return a;
+  else return std::exp(a);
+}
+template <class T> T ew_log(T a, T, T) {
+  if constexpr (is_int_v<T>) return a;
+  else return std::log(a);
+}
+template <class T> T ew_sqrt(T a, T, T) {
+  if constexpr (is_int_v<T>) return a;
+  else return std::sqrt(a);
+}
+// a + alpha * b in the compute type, unfused (torch's scalar path); sub is add with -alpha.
+template <class T> T ew_add(T a, T b, T s) { return wrap_add(a, wrap_mul(s, b)); }
+template <class T> T ew_sub(T a, T b, T s) { return wrap_add(a, wrap_neg(wrap_mul(s, b))); }
+template <class T> T ew_mul(T a, T b, T) { return wrap_mul(a, b); }
+template <class T> T ew_div(T a, T b, T) {
+  if constexpr (is_int_v<T>) return b == 0 ? 0 : a / b;
+  else return a / b;
+}
+// NaN if either is NaN, else std::max / std::min (returns a on ties, so max(0,-0) = 0).
+template <class T> T ew_maximum(T a, T b, T) {
+  if (is_nan(a)) return a;
+  if (is_nan(b)) return b;
+  return a < b ? b : a;
+}
+template <class T> T ew_minimum(T a, T b, T) {
+  if (is_nan(a)) return a;
+  if (is_nan(b)) return b;
+  return b < a ? b : a;
+}
+template <class T> T ew_and(T a, T b, T) {
+  if constexpr (is_int_v<T>) return a & b;
+  else return T(0);  // not reachable: bitwise_and has no float dtypes
+}
+template <class T> T ew_eq(T a, T b, T) { return T(a == b); }
+template <class T> T ew_ne(T a, T b, T) { return T(a != b); }
+template <class T> T ew_lt(T a, T b, T) { return T(a < b); }
+template <class T> T ew_le(T a, T b, T) { return T(a <= b); }
+template <class T> T ew_gt(T a, T b, T) { return T(a > b); }
+template <class T> T ew_ge(T a, T b, T) { return T(a >= b); }
+// threshold_backward(grad, self, t): TensorIterator order is (self, grad), so a = self, b = grad.
+template <class T> T ew_threshold_bwd(T a, T b, T s) { return a <= s ? T(0) : b; }
+
+}  // namespace vkml::cpu

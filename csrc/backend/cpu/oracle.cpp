@@ -1,0 +1,46 @@
+// The oracle's entry point: a switch over OpId expanded from the ORACLE column of graph/ops.def.
+// Elementwise rows name a scalar template from ew_ops.h, instantiated here for float, double and
+// int64_t; other rows name a node function from kernels.h. Adding a row needs only its function.
+#include "backend/cpu/oracle.h"
+
+#include <string>
+
+#include "backend/cpu/access.h"
+#include "backend/cpu/ew_ops.h"
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+namespace {
+
+// F: a captureless generic lambda forwarding to the row's ORACLE name. Only the branch the row's
+// family selects is instantiated, so F never sees arguments its function cannot take.
+template <bool Elementwise, class F>
+Result<void> row(const Node& n, std::vector<double>* scale, F) {
+  if constexpr (Elementwise) {
+    EwFns fns{[](float a, float b, float s) { return F{}(a, b, s); },
+              [](double a, double b, double s) { return F{}(a, b, s); },
+              [](int64_t a, int64_t b, int64_t s) { return F{}(a, b, s); }};
+    return or_elementwise(n, scale, fns);
+  } else {
+    return F{}(n, scale);
+  }
+}
+
+}  // namespace
+
+Result<void> run(const Node& n, std::vector<double>* scale) {
+  if (n.nout + n.nin > kMaxOperands)
+    return fail(Err::invalid, "oracle: node has " + std::to_string(n.nout + n.nin) + " operands");
+  switch (n.op) {
+#define OP(NAME, KIND, OPCODE, ORACLE, DTYPES, TOL, ...)                                   \
+  case OpId::NAME:                                                                        \
+    return row<family_of(KIND) == Family::elementwise>(                                   \
+        n, scale, [](auto&&... x) -> decltype(auto) { return ORACLE(x...); });
+#include "graph/ops.def"
+#undef OP
+    case OpId::count_: break;
+  }
+  return fail(Err::unsupported, "oracle: unknown op id " + std::to_string(unsigned(n.op)));
+}
+
+}  // namespace vkml::cpu

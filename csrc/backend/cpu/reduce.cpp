@@ -1,0 +1,99 @@
+// Reductions (sum, mean, amax, amin, argmax, argmin). Input t[1] lists the p[0] kept dims first,
+// then the reduced dims, so element (k, r) is row-major index k * n_red + r of t[1]. Output t[0]
+// holds the kept elements in row-major order. Float types accumulate in double, integers and bool
+// in int64 (wrapping), and the result is rounded once to the output dtype.
+#include <cmath>
+
+#include "backend/cpu/access.h"
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+namespace {
+
+template <class T> bool nan_of(T v) {
+  if constexpr (std::is_same_v<T, double>) return std::isnan(v);
+  else return false;
+}
+
+// sum / mean / amax / amin of one kept element; T = double or int64_t.
+template <class T>
+T reduce_one(OpId op, const TensorDesc& in, int64_t base, int64_t n_red, double* abs_sum) {
+  T acc = T(0);
+  double asum = 0;
+  for (int64_t r = 0; r < n_red; ++r) {
+    T v = load<T>(at(in, offset_of(in, base + r)), in.dtype);
+    asum += std::fabs(double(v));
+    if (op == OpId::sum || op == OpId::mean) {
+      if constexpr (std::is_same_v<T, int64_t>) acc = T(uint64_t(acc) + uint64_t(v));
+      else acc += v;
+    } else if (r == 0) {
+      acc = v;
+    } else if (!nan_of(acc) && (nan_of(v) || (op == OpId::amax ? v > acc : v < acc))) {
+      acc = v;  // NaN propagates: once acc is NaN it stays
+    }
+  }
+  if (op == OpId::mean) {
+    if constexpr (std::is_same_v<T, double>) acc = acc / double(n_red);  // n == 0: 0/0 = NaN
+    asum /= double(n_red);
+  }
+  *abs_sum = asum;
+  return acc;
+}
+
+// First NaN if any, else the first extreme element.
+template <class T>
+int64_t arg_one(bool is_max, const TensorDesc& in, int64_t base, int64_t n_red) {
+  int64_t best = 0;
+  T bv = T(0);
+  for (int64_t r = 0; r < n_red; ++r) {
+    T v = load<T>(at(in, offset_of(in, base + r)), in.dtype);
+    if (nan_of(v)) return r;
+    if (r == 0 || (is_max ? v > bv : v < bv)) { best = r; bv = v; }
+  }
+  return best;
+}
+
+template <class T>
+void run(const Node& n, int64_t n_kept, int64_t n_red, std::vector<double>* scale) {
+  const TensorDesc &out = n.t[0], &in = n.t[1];
+  const bool arg = n.op == OpId::argmax || n.op == OpId::argmin;
+  if (scale) scale->assign(size_t(n_kept), 0.0);
+  for (int64_t k = 0; k < n_kept; ++k) {
+    uint8_t* o = at(out, offset_of(out, k));
+    if (arg) {
+      store<int64_t>(o, out.dtype, arg_one<T>(n.op == OpId::argmax, in, k * n_red, n_red));
+      continue;
+    }
+    double asum = 0;
+    store<T>(o, out.dtype, reduce_one<T>(n.op, in, k * n_red, n_red, &asum));
+    if (scale) (*scale)[size_t(k)] = asum;
+  }
+}
+
+}  // namespace
+
+Result<void> or_reduce(const Node& n, std::vector<double>* scale) {
+  const TensorDesc &out = n.t[0], &in = n.t[1];
+  const bool arg = n.op == OpId::argmax || n.op == OpId::argmin;
+  if (!valid_dtype(out.dtype) || !valid_dtype(in.dtype))
+    return node_error(Err::unsupported, n, "bad dtype code");
+  const DType ct = arg ? in.dtype : out.dtype;  // the dtype the op computes in
+  if (!(op_info(n.op).dtypes & bit(ct)))
+    return node_error(Err::unsupported, n, std::string("dtype ") + dtype_name(ct) + " not supported");
+  if (arg && out.dtype != DType::i64) return node_error(Err::unsupported, n, "indices must be int64");
+  if (n.p[0] < 0 || n.p[0] > in.ndim) return node_error(Err::invalid, n, "p[0] (kept dims) out of range");
+  int64_t n_kept = 1, n_red = 1;
+  for (int i = 0; i < in.ndim; ++i) (i < n.p[0] ? n_kept : n_red) *= in.sizes[i];
+  if (out.numel() != n_kept)
+    return node_error(Err::invalid, n, "output numel " + std::to_string(out.numel()) +
+                                           " != kept numel " + std::to_string(n_kept));
+  const bool is_sum = n.op == OpId::sum || n.op == OpId::mean;
+  if (!is_sum && n_red == 0 && n_kept > 0)
+    return node_error(Err::invalid, n, "reduction over an empty dimension has no identity");
+  std::vector<double>* sc = wants_scale(n, scale) ? scale : nullptr;
+  if (compute_of(ct) == Compute::i64) run<int64_t>(n, n_kept, n_red, sc);
+  else run<double>(n, n_kept, n_red, sc);
+  return {};
+}
+
+}  // namespace vkml::cpu
