@@ -47,7 +47,7 @@ void gemm_kernel(OpId id, Call& c) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
               a.dtype(), " != ", b.dtype());
   check_dtype(id, to_dtype(a.scalar_type(), name));
-  const int64_t B = batched ? a.size(0) : 1, M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  const int64_t B = batched ? a.size(0) : 1, M = a.size(-2), N = b.size(-1);
   std::vector<int64_t> shape = batched ? std::vector<int64_t>{B, M, N} : std::vector<int64_t>{M, N};
 
   at::Tensor bias;

@@ -143,7 +143,8 @@ int lower_ew(const Node& n, Compute c, const Limits& lim, Dispatch* out, Why& wh
   uint32_t dt[3] = {uint32_t(o.dtype), has_a ? uint32_t(n.t[1].dtype) : 0, has_b ? uint32_t(n.t[2].dtype) : 0};
   p.dtypes = dt[0] | dt[1] << 8 | dt[2] << 16;
   p.ndim = uint32_t(nd);
-  bool contiguous = true;
+  bool contiguous = nd <= 1;
+  for (int k = 0; k < nops && nd == 1; ++k) contiguous = contiguous && st[k][0] == 1;
   for (int k = 0, slot = 0; k < 3; ++k) {
     if (!ops[k]) continue;
     int64_t esz = int64_t(dtype_size(ops[k]->dtype)), span = 0;
@@ -152,10 +153,9 @@ int lower_ew(const Node& n, Compute c, const Limits& lim, Dispatch* out, Why& wh
       int64_t s = st[slot][d] * esz;  // bytes
       span += (sz[d] - 1) * (s < 0 ? -s : s);
       dst[nd - 1 - d] = int32_t(s);
-      if (!fits_i32(s)) return why = "a stride does not fit 32 bits", -1;
     }
-    if (!fits_i32(span)) return why = "byte offsets do not fit 32 bits", -1;
-    if (nd > 1 || (nd == 1 && st[slot][0] != 1)) contiguous = false;
+    // the contiguous path indexes in 64 bits; the strided one in 32
+    if (!contiguous && !fits_i32(span)) return why = "byte offsets do not fit 32 bits", -1;
     ++slot;
   }
   for (int d = 0; d < nd; ++d) p.shape[nd - 1 - d] = int32_t(sz[d]);

@@ -194,15 +194,12 @@ Result<Block> Memory::alloc(size_t bytes, MemKind kind) {
     size_t seg = small ? kSmallSegment : size < kLargeSegment / 2 ? kLargeSegment : round_up(size, kSmallSegment);
     seg = std::min<size_t>(seg, d_.max_buffer & ~(kRound - 1));
     auto fits = [&](size_t n) { return heap_used_[p.heap] + n <= heap; };
-    if (!fits(seg)) release_free_segments();
+    // Cached segments are not released here: pending nodes may still use blocks freed into them.
+    // Device::alloc flushes, calls empty_cache() and retries when this reports out of memory.
     if (!fits(seg)) seg = size;
     if (!fits(seg)) return oom(kind, size, p, "");
     auto s = new_segment(p, seg);
-    if (!s.ok() && s.error().code == Err::out_of_memory) {
-      release_free_segments();  // like the CUDA allocator: give the cache back and retry once
-      s = new_segment(p, seg);
-      if (!s.ok() && seg > size) s = new_segment(p, size);
-    }
+    if (!s.ok() && s.error().code == Err::out_of_memory && seg > size) s = new_segment(p, size);
     if (!s.ok())
       return s.error().code == Err::out_of_memory ? oom(kind, size, p, s.error().msg.c_str()) : s.error();
     r = *s;

@@ -1,0 +1,340 @@
+// Shared by every shader: memory access through buffer-device addresses as 32-bit words, load/store
+// of any dtype into the compute type T, software float conversions (mirroring csrc/util/half.h),
+// NaN-aware helpers. Define PC_<FAMILY> and CT_F32 / CT_F64 / CT_I64 before including this.
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// params.h names members `out` and `in`, GLSL keywords: they read as pc.out_ / pc.in_ here.
+#define out out_
+#define in in_
+#include "params.h"
+#undef out
+#undef in
+#include "op_codes.h"
+
+layout(constant_id = 0) const int OP = 0;
+
+// 8/16-bit storage is optional in Vulkan 1.3, so every access is a 32-bit word.
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Word { uint w; };
+
+#if defined(CT_F32)
+#define T float
+#elif defined(CT_F64)
+#define T double
+#elif defined(CT_I64)
+#define T int64_t
+#else
+#error "define CT_F32, CT_F64 or CT_I64"
+#endif
+
+#define MASK52 0xfffffffffffffUL
+
+uint ld_word(uint64_t a) { return Word(a).w; }
+uint64_t ld_u64(uint64_t a) { return packUint2x32(uvec2(Word(a).w, Word(a + 4UL).w)); }
+void st_word(uint64_t a, uint v) { Word(a).w = v; }
+void st_u64(uint64_t a, uint64_t v) {
+  uvec2 p = unpackUint2x32(v);
+  Word(a).w = p.x;
+  Word(a + 4UL).w = p.y;
+}
+// 1- and 2-byte stores: clear then set our bits of the containing word (other invocations own
+// the other bits, so the final word does not depend on the order).
+void st_bits(uint64_t a, uint bits, uint nbytes) {
+  uint64_t wa = a & ~3UL;
+  uint sh = uint(a & 3UL) * 8u;
+  uint mask = (nbytes == 1u ? 0xffu : 0xffffu) << sh;
+  atomicAnd(Word(wa).w, ~mask);
+  atomicOr(Word(wa).w, (bits << sh) & mask);
+}
+
+uint dsize(uint dt) {
+  if (dt == DT_I64 || dt == DT_F64) return 8u;
+  if (dt == DT_I32 || dt == DT_F32) return 4u;
+  if (dt == DT_I16 || dt == DT_F16 || dt == DT_BF16) return 2u;
+  return 1u;
+}
+
+// ---- software conversions (bit-exact with csrc/util/half.h) ----------------------------------
+float f16_to_f32(uint h) {
+  uint sign = (h & 0x8000u) << 16;
+  uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0u) return uintBitsToFloat(floatBitsToUint(float(m) * (1.0 / 16777216.0)) | sign);
+  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+uint f32_to_f16(float f) {
+  uint u = floatBitsToUint(f);
+  uint sign = (u >> 16) & 0x8000u;
+  uint a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u | ((a >> 13) & 0x3ffu);
+  if (a >= 0x477ff000u) return sign | 0x7c00u;
+  if (a < 0x38800000u) {  // f16 subnormal: one float add rounds at 2^-24
+    precise float r = uintBitsToFloat(a) + 0.5;
+    return sign | (floatBitsToUint(r) - 0x3f000000u);
+  }
+  a += 0xc8000fffu + ((a >> 13) & 1u);
+  return sign | (a >> 13);
+}
+uint f32_to_bf16(float f) {
+  uint u = floatBitsToUint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) | 0x40u) & 0xffffu;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+// double bits -> float, round to nearest even (OpFConvert's rounding is implementation-defined).
+float f64bits_to_f32(uint64_t b) {
+  uint sign = uint(b >> 32) & 0x80000000u;
+  int e = int((b >> 52) & 0x7ffUL);
+  uint64_t m = b & MASK52;
+  if (e == 0x7ff) return uintBitsToFloat(m != 0UL ? (sign | 0x7fc00000u | uint(m >> 29)) : (sign | 0x7f800000u));
+  if (e == 0) return uintBitsToFloat(sign);  // double subnormals are far below float's range
+  int E = e - 896;  // float biased exponent
+  if (E >= 255) return uintBitsToFloat(sign | 0x7f800000u);
+  uint64_t sig = m | (1UL << 52);
+  uint s = E >= 1 ? 29u : uint(926 - e);
+  if (s > 60u) return uintBitsToFloat(sign);
+  uint64_t r = sig >> s, rem = sig & ((1UL << s) - 1UL), half_ = 1UL << (s - 1u);
+  if (rem > half_ || (rem == half_ && (r & 1UL) != 0UL)) r += 1UL;
+  // normal: r in [2^23, 2^24]; a carry into 2^24 bumps the exponent (to inf at the top)
+  uint bits = E >= 1 ? (uint(E) << 23) + uint(r - (1UL << 23)) : uint(r);
+  return uintBitsToFloat(sign | bits);
+}
+// float -> double bits, exact (no fp64 arithmetic needed).
+uint64_t f32_to_f64bits(float f) {
+  uint u = floatBitsToUint(f);
+  uint64_t sign = uint64_t(u & 0x80000000u) << 32;
+  uint e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+  if (e == 255u) return sign | (0x7ffUL << 52) | (uint64_t(m) << 29) | (m != 0u ? (1UL << 51) : 0UL);
+  if (e == 0u) {
+    if (m == 0u) return sign;
+    int msb = findMSB(m);  // value = 2^(msb-149) * (m / 2^msb)
+    return sign | (uint64_t(msb - 149 + 1023) << 52) | ((uint64_t(m) << (52 - msb)) & MASK52);
+  }
+  return sign | (uint64_t(e + 896u) << 52) | (uint64_t(m) << 29);
+}
+// int64 -> double bits, round to nearest even.
+uint64_t i64_to_f64bits(int64_t v) {
+  if (v == 0L) return 0UL;
+  uint64_t sign = v < 0L ? (1UL << 63) : 0UL;
+  uint64_t a = v < 0L ? uint64_t(-v) : uint64_t(v);
+  uvec2 p = unpackUint2x32(a);
+  int msb = p.y != 0u ? 32 + findMSB(p.y) : findMSB(p.x);
+  uint64_t r;
+  if (msb <= 52) {
+    r = a << uint(52 - msb);
+  } else {
+    uint s = uint(msb - 52);
+    r = a >> s;
+    uint64_t rem = a & ((1UL << s) - 1UL), half_ = 1UL << (s - 1u);
+    if (rem > half_ || (rem == half_ && (r & 1UL) != 0UL)) r += 1UL;
+    if (r == (1UL << 53)) { r >>= 1; msb += 1; }
+  }
+  return sign | (uint64_t(msb + 1023) << 52) | (r & MASK52);
+}
+// double bits -> int64, truncating (out of range gives INT64_MIN, as x86 does).
+int64_t f64bits_to_i64(uint64_t b) {
+  int e = int((b >> 52) & 0x7ffUL) - 1023;
+  if (e < 0) return 0L;
+  if (e >= 63) return int64_t(1UL << 63);
+  uint64_t sig = (b & MASK52) | (1UL << 52);
+  uint64_t mag = e >= 52 ? sig << uint(e - 52) : sig >> uint(52 - e);
+  return (b >> 63) != 0UL ? -int64_t(mag) : int64_t(mag);
+}
+
+// ---- the compute type -------------------------------------------------------------------------
+// Float -> int as x86 (and the oracle, backend/cpu/access.h): truncate; NaN or out of range gives
+// INT32_MIN for targets narrower than 64 bits (then wrapped), INT64_MIN for int64.
+#define I64_MIN int64_t(1UL << 63)
+int64_t f32_to_int(float v, bool wide) {
+  if (wide) return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? int64_t(v) : I64_MIN;
+  return (v >= -2147483648.0 && v < 2147483648.0) ? int64_t(v) : int64_t(-2147483648);
+}
+#if defined(CT_F32)
+#define FROM_F32(x) (x)
+float to_f32(float v) { return v; }
+int64_t to_int(float v, bool wide) { return f32_to_int(v, wide); }
+T from_raw(uint64_t raw) { return uintBitsToFloat(uint(raw)); }
+bool is_nan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+bool is_inf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
+bool sign_bit(float x) { return (floatBitsToUint(x) & 0x80000000u) != 0u; }
+float nan_T() { return uintBitsToFloat(0x7fc00000u); }
+float inf_T() { return uintBitsToFloat(0x7f800000u); }
+#elif defined(CT_F64)
+#define FROM_F32(x) double(x)
+float to_f32(double v) { return f64bits_to_f32(packUint2x32(unpackDouble2x32(v))); }
+int64_t to_int(double v, bool wide) {
+  if (wide) return (v >= -9223372036854775808.0LF && v < 9223372036854775808.0LF) ? int64_t(v) : I64_MIN;
+  return (v > -2147483649.0LF && v < 2147483648.0LF) ? int64_t(v) : int64_t(-2147483648);
+}
+T from_raw(uint64_t raw) { return packDouble2x32(unpackUint2x32(raw)); }
+bool is_nan(double x) {
+  uvec2 p = unpackDouble2x32(x);
+  return (p.y & 0x7fffffffu) > 0x7ff00000u || ((p.y & 0x7fffffffu) == 0x7ff00000u && p.x != 0u);
+}
+bool is_inf(double x) { uvec2 p = unpackDouble2x32(x); return (p.y & 0x7fffffffu) == 0x7ff00000u && p.x == 0u; }
+bool sign_bit(double x) { return (unpackDouble2x32(x).y & 0x80000000u) != 0u; }
+double nan_T() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
+double inf_T() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
+#else
+#define FROM_F32(x) f32_to_int(x, true)
+float to_f32(int64_t v) { return float(v); }
+int64_t to_int(int64_t v, bool wide) { return v; }
+T from_raw(uint64_t raw) { return int64_t(raw); }
+bool is_nan(int64_t x) { return false; }
+#endif
+
+T load_T(uint64_t a, uint dt) {
+  switch (dt) {
+    case DT_U8: case DT_BOOL: case DT_I8: {
+      uint w = ld_word(a & ~3UL);
+      int sh = int(a & 3UL) * 8;
+      if (dt == DT_I8) return T(bitfieldExtract(int(w), sh, 8));
+      uint v = bitfieldExtract(w, sh, 8);
+      return T(dt == DT_BOOL ? (v != 0u ? 1u : 0u) : v);
+    }
+    case DT_I16: return T(bitfieldExtract(int(ld_word(a & ~3UL)), int(a & 2UL) * 8, 16));
+    case DT_I32: return T(int(ld_word(a)));
+    case DT_I64: return T(int64_t(ld_u64(a)));
+    case DT_F16: return FROM_F32(f16_to_f32(bitfieldExtract(ld_word(a & ~3UL), int(a & 2UL) * 8, 16)));
+    case DT_BF16: return FROM_F32(uintBitsToFloat(bitfieldExtract(ld_word(a & ~3UL), int(a & 2UL) * 8, 16) << 16));
+    case DT_F32: return FROM_F32(uintBitsToFloat(ld_word(a)));
+    case DT_F64:
+#if defined(CT_F64)
+      return packDouble2x32(unpackUint2x32(ld_u64(a)));
+#elif defined(CT_F32)
+      return f64bits_to_f32(ld_u64(a));
+#else
+      return f64bits_to_i64(ld_u64(a));
+#endif
+  }
+  return T(0);
+}
+
+void store_T(uint64_t a, uint dt, T v) {
+  switch (dt) {
+    case DT_BOOL: st_bits(a, (v == T(0)) ? 0u : 1u, 1u); return;  // NaN -> 1
+    case DT_U8: case DT_I8: st_bits(a, uint(to_int(v, false)) & 0xffu, 1u); return;
+    case DT_I16: st_bits(a, uint(to_int(v, false)) & 0xffffu, 2u); return;
+    case DT_I32: st_word(a, uint(to_int(v, false))); return;
+    case DT_I64: st_u64(a, uint64_t(to_int(v, true))); return;
+    case DT_F16: st_bits(a, f32_to_f16(to_f32(v)), 2u); return;
+    case DT_BF16: st_bits(a, f32_to_bf16(to_f32(v)), 2u); return;
+    case DT_F32: st_word(a, floatBitsToUint(to_f32(v))); return;
+    case DT_F64:
+#if defined(CT_F64)
+      st_u64(a, packUint2x32(unpackDouble2x32(v)));
+#elif defined(CT_F32)
+      st_u64(a, f32_to_f64bits(v));
+#else
+      st_u64(a, i64_to_f64bits(v));
+#endif
+      return;
+  }
+}
+
+// ---- NaN-aware helpers (PyTorch CPU semantics) --------------------------------------------------
+T max_nan(T a, T b) { return is_nan(a) ? a : (is_nan(b) ? b : (a < b ? b : a)); }
+T min_nan(T a, T b) { return is_nan(a) ? a : (is_nan(b) ? b : (a > b ? b : a)); }
+
+#if !defined(CT_I64)
+// Vulkan leaves division by zero (and by huge values) imprecise: IEEE special cases by hand.
+T div_ieee(T a, T b) {
+  if (is_nan(a) || is_nan(b)) return nan_T();
+  if (b == T(0)) return a == T(0) ? nan_T() : ((sign_bit(a) != sign_bit(b)) ? -inf_T() : inf_T());
+  if (is_inf(b)) return is_inf(a) ? nan_T() : ((sign_bit(a) != sign_bit(b)) ? -T(0) : T(0));
+  return a / b;
+}
+#if defined(CT_F32)
+T sqrt_f32(T x);
+#define SQRT_IMPL sqrt_f32
+#else
+#define SQRT_IMPL sqrt
+#endif
+T sqrt_T(T x) { return is_nan(x) ? x : (x < T(0) ? nan_T() : SQRT_IMPL(x)); }
+#endif
+
+#if defined(CT_F32)
+// Devices may flush float denormals: log and sqrt of one go through its exact integer mantissa.
+bool is_denorm(float x) { uint u = floatBitsToUint(x); return (u & 0x7f800000u) == 0u && (u & 0x7fffffu) != 0u; }
+T exp_T(T x) {
+  if (is_nan(x)) return x;
+  if (is_inf(x)) return x > 0.0 ? x : 0.0;
+  return exp(x);
+}
+T log_T(T x) {
+  uint u = floatBitsToUint(x);
+  if (is_nan(x)) return x;
+  if ((u & 0x7fffffffu) == 0u) return -inf_T();
+  if ((u & 0x80000000u) != 0u) return nan_T();
+  if (is_inf(x)) return x;
+  if (is_denorm(x)) return log(float(u & 0x7fffffu)) - 103.27892990343184;  // m * 2^-149
+  return log(x);
+}
+T sqrt_f32(T x) {
+  uint u = floatBitsToUint(x);
+  if ((u & 0x80000000u) != 0u && (u & 0x7fffffffu) != 0u) return nan_T();  // negative, denormals too
+  if (is_denorm(x)) return sqrt(float((u & 0x7fffffu) * 2u)) * uintBitsToFloat(0x1a000000u);  // * 2^-75
+  return sqrt(x);
+}
+#elif defined(CT_F64)
+// GLSL has no double exp/log: range reduction plus a polynomial, accurate to a few ulp.
+#define LN2_HI 6.93147180369123816490e-01LF
+#define LN2_LO 1.90821492927058770002e-10LF
+double exp_T(double x) {
+  if (is_nan(x)) return x;
+  if (x > 709.782712893384LF) return inf_T();
+  if (x < -745.1332191019412LF) return 0.0LF;
+  double kd = roundEven(x * 1.44269504088896338700LF);
+  double r = (x - kd * LN2_HI) - kd * LN2_LO;  // |r| <= ln2/2
+  double p = 1.0LF / 6227020800.0LF;           // 1/13!
+  p = p * r + 1.0LF / 479001600.0LF;
+  p = p * r + 1.0LF / 39916800.0LF;
+  p = p * r + 1.0LF / 3628800.0LF;
+  p = p * r + 1.0LF / 362880.0LF;
+  p = p * r + 1.0LF / 40320.0LF;
+  p = p * r + 1.0LF / 5040.0LF;
+  p = p * r + 1.0LF / 720.0LF;
+  p = p * r + 1.0LF / 120.0LF;
+  p = p * r + 1.0LF / 24.0LF;
+  p = p * r + 1.0LF / 6.0LF;
+  p = p * r + 0.5LF;
+  p = p * r * r + r;
+  p = p + 1.0LF;
+  int k = int(kd);
+  int k1 = k / 2;
+  return ldexp(ldexp(p, k1), k - k1);  // two steps keep the intermediate in range
+}
+double log_T(double x) {
+  if (is_nan(x)) return x;
+  if (x < 0.0LF) return nan_T();
+  if (x == 0.0LF) return -inf_T();
+  if (is_inf(x)) return x;
+  int e;
+  double m = frexp(x, e);  // [0.5, 1)
+  if (m < 0.70710678118654752440LF) { m *= 2.0LF; e -= 1; }
+  double f = m - 1.0LF;
+  double s = f / (2.0LF + f);  // log(m) = 2 atanh(s), |s| < 0.172
+  double z = s * s;
+  double p = 1.0LF / 23.0LF;
+  p = p * z + 1.0LF / 21.0LF;
+  p = p * z + 1.0LF / 19.0LF;
+  p = p * z + 1.0LF / 17.0LF;
+  p = p * z + 1.0LF / 15.0LF;
+  p = p * z + 1.0LF / 13.0LF;
+  p = p * z + 1.0LF / 11.0LF;
+  p = p * z + 1.0LF / 9.0LF;
+  p = p * z + 1.0LF / 7.0LF;
+  p = p * z + 1.0LF / 5.0LF;
+  p = p * z + 1.0LF / 3.0LF;
+  double lm = 2.0LF * s + 2.0LF * s * z * p;
+  double de = double(e);
+  return de * LN2_HI + (de * LN2_LO + lm);
+}
+#endif
+
+// Linear invocation index over a 2-D grid of 128-wide groups.
+uint64_t global_index() {
+  return uint64_t(gl_GlobalInvocationID.x) + uint64_t(gl_GlobalInvocationID.y) * uint64_t(gl_NumWorkGroups.x) * 128UL;
+}
+uint64_t group_index() {
+  return uint64_t(gl_WorkGroupID.x) + uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x);
+}

@@ -1,0 +1,97 @@
+// variants: f32 f64 i64
+// Every elementwise op row of graph/ops.def: out[i] = OP(a[i], b[i]) in the compute type T.
+#version 460
+#define PC_EW
+#include "common.glsl"
+
+layout(local_size_x = 128) in;
+
+void main() {
+  uint64_t i = global_index();
+  if (i >= uint64_t(pc.numel)) return;
+  uint dto = pc.dtypes & 0xffu, dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
+  uint64_t oo, oa, ob;
+  if ((pc.flags & EW_CONTIGUOUS) != 0u) {
+    oo = i * dsize(dto);
+    oa = i * dsize(dta);
+    ob = i * dsize(dtb);
+  } else {  // byte offsets fit in 32 bits (lower checks)
+    uint rem = uint(i);
+    int so = 0, sa = 0, sb = 0;
+    for (uint d = 0u; d < pc.ndim; ++d) {
+      uint n = uint(pc.shape[d]);
+      int c = int(rem % n);
+      rem /= n;
+      so += c * pc.st_out[d];
+      sa += c * pc.st_a[d];
+      sb += c * pc.st_b[d];
+    }
+    oo = uint64_t(int64_t(so));
+    oa = uint64_t(int64_t(sa));
+    ob = uint64_t(int64_t(sb));
+  }
+  if (OP == OP_COPY && dto == dta) {  // same dtype: raw bits, in every variant (f64 without fp64)
+    uint sz = dsize(dto);
+    if (sz == 8u) st_u64(pc.out_ + oo, ld_u64(pc.a + oa));
+    else if (sz == 4u) st_word(pc.out_ + oo, ld_word(pc.a + oa));
+    else st_bits(pc.out_ + oo, bitfieldExtract(ld_word((pc.a + oa) & ~3UL), int((pc.a + oa) & 3UL) * 8, int(sz) * 8), sz);
+    return;
+  }
+#if !defined(CT_F64)
+  if (OP == OP_COPY && dta == DT_F64 && dto == DT_BOOL) {  // any nonzero double, however small
+    st_bits(pc.out_ + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);
+    return;
+  }
+#endif
+#if defined(CT_I64)
+  if (OP == OP_COPY && dta == DT_F64 && dsize(dto) < 8u) {  // narrow targets: x86's 32-bit convert
+    int64_t v = f64bits_to_i64(ld_u64(pc.a + oa));
+    store_T(pc.out_ + oo, dto, (v >= -2147483648L && v <= 2147483647L) ? v : -2147483648L);
+    return;
+  }
+#endif
+  T a = T(0), b = T(0);
+  if (pc.a != 0UL) a = load_T(pc.a + oa, dta);
+  if ((pc.flags & EW_SCALAR_B) != 0u) b = from_raw(pc.bscalar);
+  else if (pc.b != 0UL) b = load_T(pc.b + ob, dtb);
+  T alpha = from_raw(pc.alpha);
+  precise T r = T(0);  // precise: a + alpha*b must not become an fma (Vulkan leaves fma unfused)
+  switch (OP) {
+    case OP_FILL: r = alpha; break;
+    case OP_COPY: r = a; break;
+    case OP_NEG: r = -a; break;
+#if defined(CT_I64)
+    case OP_ABS: r = a < T(0) ? -a : a; break;
+#else
+    case OP_ABS: r = abs(a); break;  // clears the sign bit: abs(-0) = 0
+#endif
+    case OP_RELU: r = a < T(0) ? T(0) : a; break;  // relu(-0) = -0, relu(NaN) = NaN as torch
+#if defined(CT_I64)
+    case OP_CEIL: case OP_FLOOR: r = a; break;
+#else
+    case OP_CEIL: r = ceil(a); break;
+    case OP_FLOOR: r = floor(a); break;
+    case OP_EXP: r = exp_T(a); break;
+    case OP_LOG: r = log_T(a); break;
+    case OP_SQRT: r = sqrt_T(a); break;
+    case OP_DIV: r = div_ieee(a, b); break;
+#endif
+    case OP_ADD: r = a + alpha * b; break;
+    case OP_SUB: r = a - alpha * b; break;
+    case OP_MUL: r = a * b; break;
+    case OP_MAX: r = max_nan(a, b); break;
+    case OP_MIN: r = min_nan(a, b); break;
+#if defined(CT_I64)
+    case OP_AND: r = a & b; break;
+#endif
+    case OP_EQ: r = (a == b) ? T(1) : T(0); break;
+    case OP_NE: r = (a == b) ? T(0) : T(1); break;  // NaN != x is true
+    case OP_LT: r = (a < b) ? T(1) : T(0); break;
+    case OP_LE: r = (a <= b) ? T(1) : T(0); break;
+    case OP_GT: r = (a > b) ? T(1) : T(0); break;
+    case OP_GE: r = (a >= b) ? T(1) : T(0); break;
+    case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
+    case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook
+  }
+  store_T(pc.out_ + oo, dto, r);
+}

@@ -1,0 +1,109 @@
+// variants: f32 f64 i64
+// out[k] = REDUCE over r of in[k, r]. One workgroup per output with a fixed-order tree; when the
+// grid has fewer groups than outputs (lower's choice for short rows) one invocation per output.
+#version 460
+#define PC_REDUCE
+#include "common.glsl"
+
+layout(local_size_x = 128) in;
+
+shared T s_val[128];
+shared uint s_idx[128];
+
+bool is_arg() { return OP == OP_ARGMAX || OP == OP_ARGMIN; }
+
+// Whether (x, ix) wins over (y, iy): NaN is the extreme, ties go to the first index.
+bool better(T x, uint ix, T y, uint iy) {
+  if (is_nan(x)) return !is_nan(y) || ix < iy;
+  if (is_nan(y)) return false;
+  if (x == y) return ix < iy;
+  return OP == OP_ARGMAX ? x > y : x < y;
+}
+
+T identity() {
+#if defined(CT_I64)
+  const int64_t lo = int64_t(1UL << 63), hi = int64_t(~(1UL << 63));
+#else
+  T hi = inf_T(), lo = -inf_T();
+#endif
+  if (OP == OP_AMAX || OP == OP_ARGMAX) return lo;
+  if (OP == OP_AMIN || OP == OP_ARGMIN) return hi;
+  return T(0);
+}
+
+// Folds (y, iy) into (x, ix) in the op's order.
+void combine(inout T x, inout uint ix, T y, uint iy) {
+  if (OP == OP_AMAX) x = max_nan(x, y);
+  else if (OP == OP_AMIN) x = min_nan(x, y);
+  else if (is_arg()) { if (better(y, iy, x, ix)) { x = y; ix = iy; } }
+  else if (OP == OP_SUM || OP == OP_MEAN) x = x + y;
+}
+
+int64_t kept_offset(uint k) {
+  int64_t off = 0;
+  uint nk = pc.ndims & 0xffu;
+  for (uint d = 0u; d < nk; ++d) {
+    uint n = uint(pc.kshape[d]);
+    off += int64_t(k % n) * int64_t(pc.kstride[d]);
+    k /= n;
+  }
+  return off;
+}
+int64_t red_offset(uint r) {
+  int64_t off = 0;
+  uint nr = (pc.ndims >> 8) & 0xffu;
+  for (uint d = 0u; d < nr; ++d) {
+    uint n = uint(pc.rshape[d]);
+    off += int64_t(r % n) * int64_t(pc.rstride[d]);
+    r /= n;
+  }
+  return off;
+}
+
+void finish(uint k, T v, uint idx) {
+  uint dto = pc.dtypes & 0xffu;
+  if (is_arg()) { st_u64(pc.out_ + uint64_t(k) * 8UL, uint64_t(idx)); return; }
+#if !defined(CT_I64)
+  if (OP == OP_MEAN) v = pc.n_red == 0u ? nan_T() : v / T(pc.n_red);
+#endif
+  store_T(pc.out_ + uint64_t(k) * dsize(dto), dto, v);
+}
+
+void main() {
+  uint dti = (pc.dtypes >> 8) & 0xffu;
+  uint64_t esz = uint64_t(dsize(dti));
+  uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);
+  if (groups < uint64_t(pc.n_out)) {  // one invocation per output, sequential
+    uint64_t k = global_index();
+    if (k >= uint64_t(pc.n_out)) return;
+    uint64_t base = pc.in_ + uint64_t(kept_offset(uint(k)) * int64_t(esz));
+    T acc = identity();
+    uint idx = 0xffffffffu;
+    for (uint r = 0u; r < pc.n_red; ++r)
+      combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+    finish(uint(k), acc, idx);
+    return;
+  }
+  uint64_t k = group_index();
+  if (k >= uint64_t(pc.n_out)) return;  // whole group: uniform
+  uint tid = gl_LocalInvocationID.x;
+  uint64_t base = pc.in_ + uint64_t(kept_offset(uint(k)) * int64_t(esz));
+  T acc = identity();
+  uint idx = 0xffffffffu;
+  for (uint r = tid; r < pc.n_red; r += 128u)
+    combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+  s_val[tid] = acc;
+  s_idx[tid] = idx;
+  barrier();
+  for (uint s = 64u; s > 0u; s >>= 1) {
+    if (tid < s) {
+      T x = s_val[tid];
+      uint ix = s_idx[tid];
+      combine(x, ix, s_val[tid + s], s_idx[tid + s]);
+      s_val[tid] = x;
+      s_idx[tid] = ix;
+    }
+    barrier();
+  }
+  if (tid == 0u) finish(uint(k), s_val[0], s_idx[0]);
+}
