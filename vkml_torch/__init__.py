@@ -3,10 +3,19 @@
 `import vkml_torch` (or torch's backend autoload) registers the device "vkml":
 `tensor.to("vkml")`, `model.to("vkml")`, and `torch.vkml` (the counterpart of `torch.cuda`).
 """
-import torch
 
-from . import _C
-from . import _device
+
+def _autoload():
+    """Entry point for torch's `torch.backends` autoload: importing the package is the work.
+
+    Defined before `import torch`: when this package is imported first, torch's autoload runs
+    inside that import and looks this function up on the half-initialised module."""
+
+
+import torch  # noqa: E402
+
+from . import _C  # noqa: E402
+from . import _device  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
            "set_eager", "set_mutation"]
@@ -23,10 +32,6 @@ def _register():
         torch.utils.rename_privateuse1_backend("vkml")
     torch._register_device_module("vkml", _device)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
-
-
-def _autoload():
-    """Entry point for torch's `torch.backends` autoload: importing the package is the work."""
 
 
 _register()

@@ -1,0 +1,99 @@
+"""Check mode: the CPU oracle passes good kernels and catches deliberately broken ones.
+
+set_mutation(op) makes the GPU run a wrong kernel for that row; check mode must then fail loudly,
+naming the op. Without check mode the wrong answer goes through, which proves the mutation is real
+and that the oracle, not luck, is what caught it.
+"""
+import math
+import re
+
+import pytest
+import torch
+import vkml_torch
+
+from helpers import DEV, assert_close_row, assert_exact, check_mode, dtype_of, resolve, row, rows, stats
+from op_cases import GENERATORS, In, is_inplace, out_names
+
+
+def test_check_passes_good_kernels():
+    a, b = torch.randn(4, 5), torch.randn(5, 3)
+    s0 = stats()
+    with check_mode():
+        assert vkml_torch.check_enabled()
+        av, bv = a.to(DEV), b.to(DEV)
+        s = (av + 1).cpu(), (av @ bv).cpu(), av.sum(1).cpu(), torch.log_softmax(av, 1).cpu()
+    assert stats()["checked"] - s0["checked"] >= 4
+    assert_exact(s[0], a + 1)
+    assert s[1].shape == (4, 3) and s[2].shape == (4,) and s[3].shape == (4, 5)
+
+
+CASES = {  # op -> (function, tolerance kind, backward-error scale and n from the CPU inputs)
+    "add": (lambda a, b: a + b, "exact", None),
+    "mm": (lambda a, b: a @ b.t(), "backward-error", lambda a, b: (a.double().abs() @ b.double().abs().t(), 5)),
+    "sum": (lambda a, b: a.sum(1), "backward-error", lambda a, b: (a.double().abs().sum(1), 5)),
+}
+
+
+@pytest.mark.parametrize("op", list(CASES))
+def test_mutation_caught(op):
+    f, kind, scale = CASES[op]
+    a, b = torch.randn(6, 5), torch.randn(6, 5)
+    want = f(a, b)
+    vkml_torch.set_mutation(op)
+    try:
+        wrong = f(a.to(DEV), b.to(DEV)).cpu()  # check off: the broken kernel's answer comes back
+        assert wrong.shape == want.shape
+        assert not torch.allclose(wrong, want), f"set_mutation({op!r}) changed nothing: mutation not applied"
+        with pytest.raises(RuntimeError) as e:
+            with check_mode():
+                f(a.to(DEV), b.to(DEV)).cpu()
+    finally:
+        vkml_torch.set_mutation("")
+    msg = str(e.value)
+    assert msg.startswith("vkml check failed:"), msg
+    assert re.search(rf"\b{op}\b", msg), f"message does not name the op {op!r}: {msg}"
+    assert kind in msg and "float32" in msg, f"message lacks tolerance kind / dtype: {msg}"
+    # shapes are the node's (dims may be collapsed: (6, 5) -> [30]); their element count must fit
+    shapes = [math.prod(int(v) for v in s.split(",")) for s in re.findall(r"float32\[([\d, ]+)\]", msg)]
+    assert 30 in shapes, f"message names no float32 shape of the 6x5 input: {msg}"
+    # the device keeps working and the same op is right again
+    with check_mode():
+        got = f(a.to(DEV), b.to(DEV)).cpu()
+    sc, n = scale(a, b) if scale else (None, 1)
+    assert_close_row(row(op), got, want, sc, n, what="after set_mutation('')")
+
+
+def _first_case(r):
+    """The first ordinary case of the row's first functional overload, in float32 if listed."""
+    dt = "float32" if "float32" in r["dtypes"] else r["dtypes"][0]
+    ov = next((o for o in r["overloads"] if not is_inplace(o) and not out_names(o)), r["overloads"][0])
+    rng = torch.Generator().manual_seed(1)
+    cases = GENERATORS[r["kind"]](r, ov, dtype_of(dt), rng, False)
+    big = [c for c in cases if all(a.cpu().numel() >= 6 for a in c.args if isinstance(a, In))]
+    return ov, (big or cases)[0]
+
+
+@pytest.mark.parametrize("r", [r for r in rows() if r["overloads"]], ids=lambda r: r["name"])
+def test_every_row_mutation_caught(r):
+    """Table-driven: whatever the row, a broken kernel for it fails check mode naming it."""
+    ov, case = _first_case(r)
+    op = resolve(ov)
+
+    def call(dev):
+        args = [a.make(dev)[0] if isinstance(a, In) else a for a in case.args]
+        kw = dict(case.kwargs)
+        kw.update({k: torch.empty(0, dtype=d, device=dev) for k, d in case.outs.items()})
+        res = op(*args, **kw)
+        res = res if isinstance(res, (tuple, list)) else [res]
+        return [t.cpu() for t in res]
+
+    vkml_torch.set_mutation(r["name"])
+    try:
+        with pytest.raises(RuntimeError, match=r"^vkml check failed:") as e:
+            with check_mode():
+                call(DEV)
+    finally:
+        vkml_torch.set_mutation("")
+    assert r["name"] in str(e.value), str(e.value)
+    with check_mode():
+        call(DEV)  # unmutated: passes

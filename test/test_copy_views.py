@@ -1,0 +1,208 @@
+"""Copies between the CPU and vkml and within vkml for every dtype pair; views; scalars; printing."""
+import itertools
+import math
+
+import pytest
+import torch
+
+from helpers import ALL_DTYPES, DEV, assert_exact, check_mode, stats
+
+NAMES = {d: str(d).replace("torch.", "") for d in ALL_DTYPES}
+
+
+def values(src, dst):
+    """Values whose conversion src -> dst is defined in C++ (so torch CPU's answer is the spec):
+    no NaN/Inf or out-of-range floats into integers, no negatives into uint8 from floats."""
+    def signed(d):
+        return d.is_floating_point or d in (torch.int8, torch.int16, torch.int32, torch.int64)
+    if src == torch.bool:
+        return [0, 1, 1, 0]
+    v = [0, 1, 2, 3, 7, 100, 127]
+    if signed(src) and (signed(dst) or not src.is_floating_point):
+        v += [-1, -7, -100, -128]  # int -> narrower int wraps modulo 2**bits, as in C++20
+    if src.is_floating_point:
+        v += [0.25, 0.5, 1.5, 2.5, 99.75, 126.5]
+        if signed(dst):
+            v += [-0.5, -2.5, -99.75]
+        if dst.is_floating_point or dst == torch.bool:
+            v += [math.nan, math.inf, -math.inf, -0.0, 1e-30, 65504.0, 70000.0, 1e-8, 3e38,
+                  1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-8, 1 + 3 * 2**-8,  # f16 / bf16 round-half-even ties
+                  2**-126 / 4, 1e-40]  # float32 denormals
+    elif not dst.is_floating_point and dst != torch.bool:
+        wide = {torch.int16: [300, -200], torch.int32: [300, -200, 70000, -70000],
+                torch.int64: [300, -200, 70000, 2**40 + 5, -(2**40) - 5]}
+        v += [x for x in wide.get(src, []) if torch.iinfo(src).min <= x <= torch.iinfo(src).max]
+    else:  # int -> float: rounding of big integers
+        if src == torch.int64:
+            v += [2**53 + 1, 2**60 + 2**36 + 1, -(2**60) - 2**36 - 1]  # double rounding via f64 would differ
+        if src == torch.int32:
+            v += [2**24 + 1, 2**31 - 1, 16777219]
+        if src == torch.int16:
+            v += [2049, 32767, -32768]
+    x = torch.tensor(v, dtype=torch.float64 if src.is_floating_point else torch.int64)
+    if src.is_floating_point:
+        return x.to(src).tolist()
+    lo, hi = torch.iinfo(src).min, torch.iinfo(src).max
+    return [a for a in v if lo <= a <= hi]
+
+
+def src_tensor(src, dst):
+    v = values(src, dst)
+    t = torch.tensor(v, dtype=torch.float64 if src.is_floating_point else torch.int64).to(src)
+    return t.repeat(2)  # even length, so it can be viewed as 2 x n and transposed
+
+
+PAIRS = list(itertools.product(ALL_DTYPES, ALL_DTYPES))
+
+
+@pytest.mark.parametrize("src,dst", PAIRS, ids=[f"{NAMES[a]}-{NAMES[b]}" for a, b in PAIRS])
+def test_copy_dtype_pairs(src, dst):
+    x = src_tensor(src, dst)
+    want = x.to(dst)
+    # cpu -> vkml with conversion; vkml -> vkml conversion; vkml -> cpu with conversion
+    assert_exact(x.to(DEV, dst).cpu(), want, what="cpu->vkml with dtype")
+    xv = x.to(DEV)
+    assert_exact(xv.cpu(), x, what="cpu->vkml->cpu same dtype")
+    with check_mode():
+        assert_exact(xv.to(dst).cpu(), want, what="vkml->vkml .to(dtype)")
+    assert_exact(xv.to("cpu", dst), want, what="vkml->cpu with dtype")
+    # non-contiguous source and destination through copy_
+    x2 = x.view(2, -1)
+    want2 = x2.t().to(dst)
+    d = torch.zeros(x2.shape[1] + 1, 4, dtype=dst, device=DEV)
+    d[1:, ::2].copy_(x2.to(DEV).t())  # strided vkml -> strided vkml, converting
+    ref = torch.zeros(x2.shape[1] + 1, 4, dtype=dst)
+    ref[1:, ::2] = want2
+    assert_exact(d.cpu(), ref, what="strided vkml->vkml copy_")
+    c = torch.zeros(x2.shape[1], 2, dtype=dst)
+    c.copy_(x2.to(DEV).t())  # strided vkml -> cpu
+    assert_exact(c, want2, what="strided vkml->cpu copy_")
+    v = torch.zeros(2, x2.shape[1], dtype=dst, device=DEV).t()
+    v.copy_(x2.t())  # strided cpu -> strided vkml
+    assert_exact(v.cpu(), want2, what="strided cpu->vkml copy_")
+
+
+@pytest.mark.parametrize("dt", [torch.complex64, torch.complex128])
+def test_complex_raises_clear_error(dt):
+    with pytest.raises((RuntimeError, TypeError, NotImplementedError)) as e:
+        torch.zeros(2, dtype=dt).to(DEV).cpu()
+    assert "complex" in str(e.value).lower(), str(e.value)
+
+
+def test_views_share_storage_and_match():
+    base_cpu = torch.arange(60, dtype=torch.float32)
+    base = base_cpu.to(DEV)
+    views = {
+        "view": lambda t: t.view(3, 4, 5),
+        "reshape contiguous": lambda t: t.reshape(6, 10),
+        "reshape of transposed (copies)": lambda t: t.view(6, 10).t().reshape(60),
+        "as_strided": lambda t: t.as_strided((3, 4), (7, 2), 5),
+        "transpose": lambda t: t.view(3, 4, 5).transpose(0, 2),
+        "permute": lambda t: t.view(3, 4, 5).permute(1, 2, 0),
+        "slice with step": lambda t: t.view(6, 10)[1:5:2, ::3],
+        "negative-free narrow": lambda t: t.narrow(0, 7, 11),
+        "expand": lambda t: t[:5].view(1, 5).expand(4, 5),
+        "squeeze/unsqueeze": lambda t: t.view(1, 60, 1).squeeze(0).unsqueeze(0).squeeze(-1),
+        "select": lambda t: t.view(3, 20)[2],
+        "0-dim select": lambda t: t[17],
+        "unfold-free diagonal stride": lambda t: t.view(6, 10).diagonal(),
+    }
+    for name, f in views.items():
+        assert_exact(f(base).cpu(), f(base_cpu), what=name)
+        assert f(base).shape == f(base_cpu).shape and f(base).stride() == f(base_cpu).stride(), name
+    # a write through a view lands in the base
+    v = base.view(6, 10)[1:5:2, ::3]
+    v.fill_(-1)
+    base_cpu.view(6, 10)[1:5:2, ::3].fill_(-1)
+    assert_exact(base.cpu(), base_cpu, what="write through a stepped view")
+    assert base.view(6, 10).untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+
+
+def test_set_():
+    a = torch.arange(12, dtype=torch.float32).to(DEV)
+    b = torch.empty(0, device=DEV)
+    b.set_(a)
+    assert_exact(b.cpu(), a.cpu())
+    b.set_(a.untyped_storage(), 2, (2, 3), (3, 1))
+    assert_exact(b.cpu(), torch.arange(12.0).as_strided((2, 3), (3, 1), 2))
+    b.fill_(0)  # shared storage: visible through a
+    want = torch.arange(12.0)
+    want[2:8] = 0
+    assert_exact(a.cpu(), want)
+    c = torch.empty(0, device=DEV)
+    c.set_()
+    assert c.numel() == 0 and c.device.type == "vkml"
+
+
+def test_resize_():
+    a = torch.arange(6, dtype=torch.int32).to(DEV)
+    a.resize_(2, 3)
+    assert_exact(a.cpu(), torch.arange(6, dtype=torch.int32).view(2, 3))
+    a.resize_(4, 5)  # grows; the first 6 elements keep their values
+    assert a.shape == (4, 5)
+    assert_exact(a.cpu().view(-1)[:6], torch.arange(6, dtype=torch.int32))
+    a.fill_(3)
+    assert_exact(a.cpu(), torch.full((4, 5), 3, dtype=torch.int32))
+    a.resize_(0)
+    assert a.numel() == 0 and a.cpu().shape == (0,)
+
+
+@pytest.mark.parametrize("dt", ALL_DTYPES, ids=[NAMES[d] for d in ALL_DTYPES])
+def test_item_bool_tolist(dt):
+    src = torch.tensor([[1.5, -2.0, 0.0], [3.25, 100.0, 7.0]])
+    src = (src.abs() if dt == torch.uint8 else src).to(dt)  # no negative float -> uint8 (undefined)
+    t = src.to(DEV)
+    for i in range(2):
+        for j in range(3):
+            got = t[i, j].item()
+            assert type(got) is type(src[i, j].item()) and got == src[i, j].item(), (i, j, got)
+            assert bool(t[i, j]) == bool(src[i, j])
+    assert t.tolist() == src.tolist()
+    assert t[1].tolist() == src[1].tolist()
+    assert t[0, 2].tolist() == src[0, 2].tolist()
+    with pytest.raises(RuntimeError):
+        bool(t)  # more than one element: same error as on the CPU
+
+
+def test_item_flushes_pending_work():
+    x = torch.ones(4).to(DEV)
+    y = (x * 3 + 1).sum()
+    assert y.item() == 16.0
+    assert stats()["pending"] == 0
+
+
+def _expected_repr(cpu_repr):
+    """The CPU repr with torch's device suffix, which comes before any size=/dtype= suffix."""
+    suffixes = [", size=", ", dtype=", ", requires_grad=", ", grad_fn="]
+    cut = min([i for s in suffixes if (i := cpu_repr.find(s)) >= 0] or [len(cpu_repr) - 1])
+    return cpu_repr[:cut] + ", device='vkml:0'" + cpu_repr[cut:]
+
+
+REPR_CASES = {
+    "float32 2-D": torch.tensor([[1.5, -2.0], [3.25, 1e-3]]),
+    "float32 big/small": torch.tensor([1e30, -1e-30, 3.0]),
+    "float nan inf": torch.tensor([math.nan, math.inf, -math.inf, -0.0, 1.0]),
+    "int32": torch.tensor([1, -2, 3], dtype=torch.int32),
+    "int64": torch.tensor([[1, 2], [3, 4]]),
+    "bool": torch.tensor([True, False]),
+    "float16": torch.tensor([0.1, 2.5], dtype=torch.float16),
+    "bfloat16": torch.tensor([0.1, 2.5], dtype=torch.bfloat16),
+    "float64": torch.tensor([0.1, 1 / 3], dtype=torch.float64),
+    "0-dim": torch.tensor(2.5),
+    "empty": torch.zeros(0, 3),
+    "summarized (2000 elements)": torch.arange(2000, dtype=torch.float32).view(40, 50),
+    "transposed": torch.arange(6.0).view(2, 3).t(),
+}
+
+
+@pytest.mark.parametrize("name", list(REPR_CASES))
+def test_print_repr(name, capsys):
+    c = REPR_CASES[name]
+    v = c.contiguous().to(DEV)
+    if not c.is_contiguous():
+        v = c.t().contiguous().to(DEV).t()
+    want = _expected_repr(repr(c))
+    assert repr(v) == want
+    assert str(v) == want
+    print(v)
+    assert capsys.readouterr().out == want + "\n"

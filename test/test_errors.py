@@ -1,0 +1,79 @@
+"""Errors: missing kernels name the op and the opt-in fallback; shape errors match the CPU's type;
+running out of device memory raises torch.OutOfMemoryError and the process keeps working."""
+import os
+
+import pytest
+import torch
+
+from helpers import DEV, assert_exact
+
+MISSING = {
+    "cumsum": lambda t: torch.cumsum(t, 0),
+    "sort": lambda t: torch.sort(t),
+}
+
+
+@pytest.mark.parametrize("name", list(MISSING))
+def test_missing_kernel_names_op_and_fallback(name):
+    if os.environ.get("VKML_CPU_FALLBACK") == "1":
+        pytest.skip("VKML_CPU_FALLBACK=1 in the environment turns this error into a fallback (test_env covers it)")
+    x = torch.randn(5).to(DEV)
+    with pytest.raises(NotImplementedError) as e:
+        MISSING[name](x)
+        torch.vkml.synchronize()
+    msg = str(e.value)
+    assert f"aten::{name}" in msg, msg
+    assert "VKML_CPU_FALLBACK" in msg, msg
+    assert_exact((x + 1).cpu(), x.cpu() + 1)  # and the device still works
+
+
+SHAPE_ERRORS = {
+    "broadcast mismatch": lambda d: torch.ones(3, 4, device=d) + torch.ones(5, device=d),
+    "in-place cannot broadcast self": lambda d: torch.ones(3, 1, device=d).add_(torch.ones(3, 4, device=d)),
+    "in-place int self, float other": lambda d: torch.ones(3, dtype=torch.int64, device=d).add_(torch.ones(3, device=d)),
+    "mm inner mismatch": lambda d: torch.ones(3, 4, device=d) @ torch.ones(5, 2, device=d),
+    "mm of 1-D": lambda d: torch.mm(torch.ones(3, device=d), torch.ones(3, 2, device=d)),
+    "mm dtype mismatch": lambda d: torch.mm(torch.ones(2, 2, device=d), torch.ones(2, 2, dtype=torch.float64, device=d)),
+    "bmm batch mismatch": lambda d: torch.bmm(torch.ones(2, 3, 4, device=d), torch.ones(3, 4, 5, device=d)),
+    "addmm bias mismatch": lambda d: torch.addmm(torch.ones(7, device=d), torch.ones(3, 4, device=d), torch.ones(4, 5, device=d)),
+    "view incompatible size": lambda d: torch.ones(3, 4, device=d).view(5, 3),
+    "view of transposed": lambda d: torch.ones(3, 4, device=d).t().view(12),
+    "sum dim out of range": lambda d: torch.ones(3, 4, device=d).sum(5),
+    "softmax dim out of range": lambda d: torch.log_softmax(torch.ones(3, 4, device=d), 3),
+    "argmax of empty": lambda d: torch.argmax(torch.ones(0, device=d)),
+    "amax of empty": lambda d: torch.amax(torch.ones(0, 3, device=d), 0),
+    "nll target shape": lambda d: torch.nn.functional.nll_loss(torch.ones(4, 3, device=d), torch.zeros(5, dtype=torch.long, device=d)),
+    "nll float target": lambda d: torch.nn.functional.nll_loss(torch.ones(4, 3, device=d), torch.zeros(4, device=d)),
+    "out= wrong dtype": lambda d: torch.add(torch.ones(2, device=d), 1, out=torch.empty(2, dtype=torch.int64, device=d)),
+    "bitwise_and on float": lambda d: torch.ones(2, device=d) & torch.ones(2, device=d),
+    "expand to smaller": lambda d: torch.ones(3, 4, device=d).expand(2, 4),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_ERRORS))
+def test_error_type_matches_cpu(name):
+    f = SHAPE_ERRORS[name]
+    with pytest.raises(Exception) as cpu:
+        f("cpu")
+    try:
+        r = f(DEV)
+        torch.vkml.synchronize()
+    except Exception as e:
+        assert type(e) is type(cpu.value), (f"CPU raised {type(cpu.value).__name__}: {cpu.value}\n"
+                                           f"vkml raised {type(e).__name__}: {e}")
+    else:
+        pytest.fail(f"CPU raised {type(cpu.value).__name__} ({cpu.value}); vkml returned {tuple(r.shape)}")
+
+
+def test_out_of_memory_recovers():
+    torch.vkml.synchronize()
+    before = torch.vkml.memory_allocated()
+    with pytest.raises(torch.OutOfMemoryError):
+        t = torch.empty(1 << 40, dtype=torch.uint8, device=DEV)  # 1 TiB
+        t.fill_(1)
+        torch.vkml.synchronize()
+    assert torch.vkml.memory_allocated() == before
+    a = torch.arange(1000, dtype=torch.float32).to(DEV)
+    assert_exact((a * 2 + 1).cpu(), torch.arange(1000, dtype=torch.float32) * 2 + 1)
+    big = torch.ones(1 << 22, device=DEV)  # 16 MiB still allocates after the failure
+    assert big.sum().item() == float(1 << 22)

@@ -1,0 +1,129 @@
+"""Laziness: ops record nodes; observation flushes; batches are bounded; eager mode submits per op."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import vkml_torch
+
+from helpers import DEV, assert_exact, delta, stats
+
+
+@pytest.fixture(autouse=True)
+def _lazy_mode():
+    """These tests measure the lazy path itself: no check mode (it may add work), no eager."""
+    vkml_torch.set_check(False)
+    vkml_torch.set_eager(False)
+    torch.vkml.synchronize()
+    yield
+
+
+def _chain(x, n):
+    """n elementwise ops whose every intermediate is exact in float32, so CPU == vkml bitwise."""
+    for i in range(n):
+        x = x + 0.5 if i % 2 == 0 else x * 0.5
+    return x
+
+
+def test_200_ops_cost_at_most_2_submits():
+    src = torch.linspace(-4, 4, 257)
+    x = src.to(DEV)
+    torch.vkml.synchronize()
+    s0 = stats()
+    y = _chain(x, 200)
+    s1 = stats()
+    assert s1["submits"] == s0["submits"], "recording ops submitted work before anything was observed"
+    assert s1["pending"] >= 200, f"expected >= 200 pending nodes, stats={s1}"
+    out = y.cpu()
+    s2 = stats()
+    d = delta(s0, s2)
+    assert d["nodes"] >= 200, d
+    assert 1 <= d["submits"] <= 2, f"200 chained ops then .cpu() cost {d['submits']} submits (bound 2): {d}"
+    assert d["flushes"] >= 1 and s2["pending"] == 0, s2
+    assert_exact(out, _chain(src, 200))
+
+
+def test_eager_submits_every_op():
+    vkml_torch.set_eager(True)
+    x = torch.arange(8, dtype=torch.float32).to(DEV)
+    s0 = stats()
+    y = _chain(x, 10)
+    s1 = stats()
+    assert s1["pending"] == 0, f"eager mode left {s1['pending']} nodes pending"
+    assert s1["submits"] - s0["submits"] >= 10, delta(s0, s1)
+    assert_exact(y.cpu(), _chain(torch.arange(8, dtype=torch.float32), 10))
+    vkml_torch.set_eager(False)
+    z = y + 1
+    assert stats()["pending"] >= 1, "set_eager(False) did not restore lazy recording"
+    assert_exact(z.cpu(), _chain(torch.arange(8, dtype=torch.float32), 10) + 1)
+
+
+@pytest.mark.parametrize("observe", ["synchronize", "item", "print", "tolist", "copy_to_cpu"])
+def test_observation_flushes(observe, capsys):
+    x = torch.arange(6, dtype=torch.float32).to(DEV)
+    torch.vkml.synchronize()
+    s0 = stats()
+    y = _chain(x, 6)
+    assert stats()["pending"] >= 6
+    want = _chain(torch.arange(6, dtype=torch.float32), 6)
+    if observe == "synchronize":
+        torch.vkml.synchronize()
+    elif observe == "item":
+        assert y[3].item() == want[3].item()
+    elif observe == "print":
+        print(y)
+    elif observe == "tolist":
+        assert y.tolist() == want.tolist()
+    else:
+        assert_exact(y.to("cpu"), want)
+    s1 = stats()
+    assert s1["pending"] == 0, f"{observe} left {s1['pending']} nodes pending"
+    assert s1["submits"] > s0["submits"] and s1["flushes"] > s0["flushes"], delta(s0, s1)
+    capsys.readouterr()
+
+
+def test_no_work_means_no_submit():
+    torch.vkml.synchronize()
+    s0 = stats()
+    torch.vkml.synchronize()
+    assert stats()["submits"] == s0["submits"], "synchronize with nothing pending submitted work"
+
+
+def test_pending_bound_default():
+    """Past VKML_MAX_PENDING (default 4096) nodes, recording flushes on its own."""
+    if os.environ.get("VKML_MAX_PENDING"):
+        pytest.skip("VKML_MAX_PENDING is set in the environment; this test checks the default of 4096")
+    x = torch.zeros(16).to(DEV)
+    torch.vkml.synchronize()
+    s0 = stats()
+    peak = 0
+    for i in range(4200):
+        x = x + 1.0
+        if i % 50 == 0 or i > 4080:
+            peak = max(peak, stats()["pending"])
+    s1 = stats()
+    assert peak <= 4096, f"pending reached {peak} > 4096"
+    assert s1["submits"] > s0["submits"], "4200 pending nodes never flushed before observation"
+    assert_exact(x.cpu(), torch.full((16,), 4200.0))
+
+
+def test_pending_bound_env():
+    code = textwrap.dedent("""
+        import torch, vkml_torch
+        x = torch.zeros(8).to("vkml"); torch.vkml.synchronize()
+        s0 = vkml_torch.stats(); peak = 0
+        for i in range(200):
+            x = x + 1.0
+            peak = max(peak, vkml_torch.stats()["pending"])
+        s1 = vkml_torch.stats()
+        print(peak, s1["submits"] - s0["submits"], x.cpu().tolist() == [200.0] * 8)
+    """)
+    env = dict(os.environ, VKML_MAX_PENDING="50", VKML_CHECK="0", VKML_EAGER="0")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    peak, submits, ok = r.stdout.split()
+    assert int(peak) <= 50, f"VKML_MAX_PENDING=50 but {peak} nodes were pending"
+    assert int(submits) >= 3, f"200 nodes with a bound of 50 flushed only {submits} times before observation"
+    assert ok == "True"

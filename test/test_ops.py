@@ -1,0 +1,182 @@
+"""Every op-table row with overloads, through torch.ops.aten.<name>.<overload>, on the CPU and on vkml.
+
+Each case runs three times: torch CPU (the reference), vkml lazily, and vkml in check mode (the
+oracle verifies every node and raises "vkml check failed" on disagreement). Both vkml results are
+compared with the CPU reference within the row's tolerance. A case where the CPU raises must raise
+the same exception type on vkml. Parameters come from op_table(), so a new row is tested (or fails
+for want of a generator) without editing this file.
+"""
+import contextlib
+import zlib
+
+import pytest
+import torch
+import vkml_torch
+
+from helpers import DEV, assert_close_row, assert_exact, check_mode, dtype_of, resolve, stats
+from op_cases import GENERATORS, In, out_names, is_inplace
+
+PREFERRED = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "int8", "int16", "bool")
+
+
+def _table():
+    try:
+        return [r for r in vkml_torch._C.op_table() if r["overloads"]]
+    except Exception as e:  # collection must not crash when vkml is unusable; conftest skips
+        return [{"name": f"op_table() failed: {e}", "kind": "?", "dtypes": [], "overloads": ["?"]}]
+
+
+def _params(special):
+    out = []
+    for r in _table():
+        dts = [d for d in PREFERRED if d in r["dtypes"]]
+        if special:
+            dts = [d for d in dts if d in ("float32", "float16", "bfloat16", "float64", "int64")]
+            ovs = r["overloads"][:1]
+        else:
+            ovs = r["overloads"]
+        for ov in ovs:
+            for d in dts or ["<no dtype>"]:
+                out.append(pytest.param(r, ov, d, id=f"{r['name']}-{ov}-{d}"))
+    return out
+
+
+def _materialize(case, dev):
+    """Returns (args, kwargs, mutated) with mutated = (view, base, In) for in-place/out checks."""
+    bases = []
+    args = []
+    for a in case.args:
+        if isinstance(a, In):
+            v, b = a.make(dev)
+            bases.append((v, b, a))
+            args.append(v)
+        else:
+            args.append(a)
+    kwargs = dict(case.kwargs)
+    outs = {k: torch.empty(0, dtype=dt, device=dev) for k, dt in case.outs.items()}
+    kwargs.update(outs)
+    return args, kwargs, bases, outs
+
+
+def _invoke(op, overload, case, dev):
+    """Runs one case; returns (results to compare, whole base of an in-place self or None)."""
+    args, kwargs, bases, outs = _materialize(case, dev)
+    res = op(*args, **kwargs)
+    results = list(res) if isinstance(res, (tuple, list)) else [res]
+    if outs:
+        for r, (name, o) in zip(results, outs.items()):
+            assert r is o, f"{overload} did not return its {name}= tensor"
+        return [o for o in outs.values()], None
+    if is_inplace(overload):
+        self_view, self_base, _ = bases[0]
+        assert results[0] is self_view, f"{overload} did not return self"
+        return [self_view], (self_base, case.args[0].view)
+    return results, None
+
+
+def _untouched(got_base, ref_base, view, what):
+    """Elements of the base outside the in-place view must be unchanged (bitwise)."""
+    if view is None:
+        return  # the view is the whole base, compared with the row's tolerance already
+    g, r = got_base.detach().cpu().clone(), ref_base.clone()
+    view(g).zero_()
+    view(r).zero_()
+    assert_exact(g, r, what=what)
+
+
+def run_case(row, overload, case):
+    op = resolve(overload)
+    cpu_args, _, _, _ = _materialize(case, "cpu")
+    scales = case.scale(cpu_args) if case.scale else None
+    try:
+        ref, ref_base = _invoke(op, overload, case, "cpu")
+    except Exception as e:
+        try:
+            got, _ = _invoke(op, overload, case, DEV)
+            [g.cpu() for g in got]
+        except Exception as e2:
+            # exact type: NotImplementedError is a RuntimeError, but "no kernel" is not parity
+            assert type(e2) is type(e), f"CPU raised {type(e).__name__}: {e}; vkml raised {type(e2).__name__}: {e2}"
+            return False
+        raise AssertionError(f"CPU raised {type(e).__name__} ({str(e).splitlines()[0]}); vkml did not")
+    for mode in ("lazy", "check"):
+        before = stats()
+        with (check_mode() if mode == "check" else contextlib.nullcontext()):
+            got, got_base = _invoke(op, overload, case, DEV)
+            got_cpu = [g.cpu() for g in got]
+        after = stats()
+        for i, (g, gc, r) in enumerate(zip(got, got_cpu, ref)):
+            assert g.device.type == torch.device(DEV).type, f"{mode}: result {i} on {g.device}"
+            sc, n = scales[i] if scales else (None, 1)
+            assert_close_row(row, gc, r, sc, n, what=f"{mode} result {i}")
+        assert len(got) == len(ref)
+        if ref_base is not None:
+            _untouched(got_base[0], ref_base[0], ref_base[1], f"{mode}: in-place base outside the view")
+        if mode == "check" and any(r.numel() for r in ref) and all(
+                a.cpu().numel() for a in case.args if isinstance(a, In)):
+            assert after["checked"] > before["checked"], "check mode verified no node (stats()['checked'])"
+    return True
+
+
+def _run_all(row, overload, dtype, special):
+    kind = row["kind"]
+    assert kind in GENERATORS, f"op_table() row {row['name']!r} has kind {kind} with no test generator"
+    assert dtype != "<no dtype>", f"row {row['name']!r} lists no dtype this suite knows"
+    seed = zlib.crc32(f"{row['name']}{overload}{dtype}{special}".encode())
+    rng = torch.Generator().manual_seed(seed)
+    cases = GENERATORS[kind](row, overload, dtype_of(dtype), rng, special)
+    assert cases, f"{kind} generator produced no case for {overload} {dtype}"
+    failures, ran = [], 0
+    for case in cases:
+        try:
+            ran += run_case(row, overload, case)
+        except Exception as e:  # collect: one report names every failing case
+            failures.append(f"[{case.desc}] {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if failures:
+        pytest.fail(f"{overload} {dtype}: {len(failures)}/{len(cases)} cases failed:\n  " + "\n  ".join(failures),
+                    pytrace=False)
+    assert ran, f"{overload} {dtype}: every case was a CPU error; nothing was compared"
+
+
+@pytest.mark.parametrize("row,overload,dtype", _params(special=False))
+def test_op(row, overload, dtype):
+    _run_all(row, overload, dtype, special=False)
+
+
+@pytest.mark.parametrize("row,overload,dtype", _params(special=True))
+def test_op_special_values(row, overload, dtype):
+    """NaN, +-Inf, signed zero, 1e30, 1e-30, dtype max, denormals; int64 beyond 2**53."""
+    _run_all(row, overload, dtype, special=True)
+
+
+def test_every_kind_has_a_generator():
+    kinds = {r["kind"] for r in _table()}
+    missing = sorted(kinds - set(GENERATORS))
+    assert not missing, f"op_table() kinds without a test generator: {missing}"
+
+
+def test_table_is_well_formed():
+    for r in vkml_torch._C.op_table():
+        assert r["tol_kind"] in ("exact", "ulp", "relative", "backward-error"), r
+        assert float(r["tol_bound"]) >= 0 and (r["tol_kind"] == "exact") == (float(r["tol_bound"]) == 0), r
+        assert r["tol_why"], f"{r['name']}: tolerance without a reason"
+        for d in r["dtypes"]:
+            dtype_of(d)
+        for ov in r["overloads"]:
+            assert resolve(ov) is not None
+            assert out_names(ov) is not None
+
+
+@pytest.mark.parametrize("name,overload", [("sum", "sum"), ("amax", "max"), ("argmax", "argmax")])
+def test_reduction_of_4m_elements(name, overload):
+    """Full reductions past 65535 workgroups' worth of input (a dispatch-size limit)."""
+    n = (1 << 22) + 3
+    x = ((torch.arange(n) * 7919) % 1001 + 1).to(torch.float32)  # positive: a partial sum falls short
+    x[n - 2] = 2000.0  # the unique maximum sits in the last workgroup
+    ref = resolve(overload)(x)
+    got = resolve(overload)(x.to(DEV)).cpu()
+    with check_mode():
+        got_checked = resolve(overload)(x.to(DEV)).cpu()
+    r = [r for r in vkml_torch._C.op_table() if r["name"] == name][0]
+    for g in (got, got_checked):
+        assert_close_row(r, g, ref, scale=x.double().abs().sum(), n=n)
