@@ -231,6 +231,24 @@ void store_T(uint64_t a, uint dt, T v) {
   }
 }
 
+// v as it would read back after a store to dtype dt: the rounding (or wrap) of that dtype.
+// TensorIterator computes in the common dtype, so inputs and results pass through it.
+T round_T(T v, uint dt) {
+  switch (dt) {
+    case DT_BOOL: return (v == T(0)) ? T(0) : T(1);
+    case DT_U8: return T(uint(to_int(v, false)) & 0xffu);
+    case DT_I8: return T(bitfieldExtract(int(to_int(v, false)), 0, 8));
+    case DT_I16: return T(bitfieldExtract(int(to_int(v, false)), 0, 16));
+    case DT_I32: return T(int(to_int(v, false)));
+#if !defined(CT_I64)
+    case DT_F16: return FROM_F32(f16_to_f32(f32_to_f16(to_f32(v))));
+    case DT_BF16: return FROM_F32(uintBitsToFloat(f32_to_bf16(to_f32(v)) << 16));
+    case DT_F32: return FROM_F32(to_f32(v));
+#endif
+  }
+  return v;
+}
+
 // ---- NaN-aware helpers (PyTorch CPU semantics) --------------------------------------------------
 T max_nan(T a, T b) { return is_nan(a) ? a : (is_nan(b) ? b : (a < b ? b : a)); }
 T min_nan(T a, T b) { return is_nan(a) ? a : (is_nan(b) ? b : (a > b ? b : a)); }
@@ -308,8 +326,19 @@ double log_T(double x) {
   if (x < 0.0LF) return nan_T();
   if (x == 0.0LF) return -inf_T();
   if (is_inf(x)) return x;
+  int extra = 0;
+  uvec2 xb = unpackDouble2x32(x);
+  if ((xb.y & 0x7ff00000u) == 0u) {  // subnormal: normalise in integer bits (devices may flush fp64 denormals)
+    uint64_t mb = packUint2x32(xb);
+    int msb = xb.y != 0u ? 32 + findMSB(xb.y) : findMSB(xb.x);
+    int shift = 52 - msb;
+    mb = (mb << shift) & 0xfffffffffffffUL;
+    x = packDouble2x32(unpackUint2x32(mb | (1023UL << 52)));  // 1.m, times 2^(-1022 - shift)
+    extra = -1022 - shift;
+  }
   int e;
   double m = frexp(x, e);  // [0.5, 1)
+  e += extra;
   if (m < 0.70710678118654752440LF) { m *= 2.0LF; e -= 1; }
   double f = m - 1.0LF;
   double s = f / (2.0LF + f);  // log(m) = 2 atanh(s), |s| < 0.172

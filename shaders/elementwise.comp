@@ -10,6 +10,7 @@ void main() {
   uint64_t i = global_index();
   if (i >= uint64_t(pc.numel)) return;
   uint dto = pc.dtypes & 0xffu, dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
+  uint dtc = pc.dtypes >> 24;  // the dtype the op computes in
   uint64_t oo, oa, ob;
   if ((pc.flags & EW_CONTIGUOUS) != 0u) {
     oo = i * dsize(dto);
@@ -54,7 +55,10 @@ void main() {
   if (pc.a != 0UL) a = load_T(pc.a + oa, dta);
   if ((pc.flags & EW_SCALAR_B) != 0u) b = from_raw(pc.bscalar);
   else if (pc.b != 0UL) b = load_T(pc.b + ob, dtb);
+  if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);
+  if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc) b = round_T(b, dtc);
   T alpha = from_raw(pc.alpha);
+  if (OP == OP_THRESHOLD_BWD) alpha = round_T(alpha, dtc);
   precise T r = T(0);  // precise: a + alpha*b must not become an fma (Vulkan leaves fma unfused)
   switch (OP) {
     case OP_FILL: r = alpha; break;
@@ -93,5 +97,6 @@ void main() {
     case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
     case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook
   }
+  if (dto != dtc) r = round_T(r, dtc);
   store_T(pc.out_ + oo, dto, r);
 }

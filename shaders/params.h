@@ -41,7 +41,7 @@ using u64 = uint64_t; using u32 = uint32_t; using i32 = int32_t; using i64 = int
 #if defined(__cplusplus) || defined(PC_EW)
 PC_BEGIN(EwParams)
   u64 out; u64 a; u64 b;
-  u32 numel; u32 dtypes;  // out | a << 8 | b << 16
+  u32 numel; u32 dtypes;  // out | a << 8 | b << 16 | compute dtype << 24
   u32 ndim; u32 flags;
   i32 shape[4];
   i32 st_out[4]; i32 st_a[4]; i32 st_b[4];

@@ -1,6 +1,7 @@
 // The ops every PrivateUse1 device must provide: allocation, views, resize/set_, copies, item().
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -154,6 +155,55 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
+// cat: one strided copy per input into its slice of the output (printing large tensors needs it).
+at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+  std::vector<at::Tensor> ts;
+  for (const at::Tensor& t : tensors) ts.push_back(t);
+  TORCH_CHECK(!ts.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  // Legacy rule, as on the CPU: 1-D empty tensors are skipped.
+  const at::Tensor* ref = nullptr;
+  for (const auto& t : ts)
+    if (!(t.dim() == 1 && t.numel() == 0)) { ref = &t; break; }
+  if (!ref) {
+    out.resize_({0});
+    return out;
+  }
+  dim = at::maybe_wrap_dim(dim, ref->dim());
+  std::vector<int64_t> shape = ref->sizes().vec();
+  shape[size_t(dim)] = 0;
+  c10::ScalarType dt = ts[0].scalar_type();
+  for (const auto& t : ts) {
+    dt = c10::promoteTypes(dt, t.scalar_type());
+    if (t.dim() == 1 && t.numel() == 0) continue;
+    TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ", ref->dim(),
+                " and ", t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      TORCH_CHECK(d == dim || t.size(d) == ref->size(d), "Sizes of tensors must match except in dimension ",
+                  dim, ". Expected size ", ref->size(d), " but got size ", t.size(d), " for tensor number ",
+                  &t - ts.data(), " in the list.");
+    shape[size_t(dim)] += t.size(dim);
+  }
+  TORCH_CHECK(c10::canCast(dt, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output type ",
+              out.scalar_type());
+  if (out.sizes() != at::IntArrayRef(shape)) out.resize_(shape);
+  int64_t at0 = 0;
+  for (const auto& t : ts) {
+    if (t.dim() == 1 && t.numel() == 0) continue;
+    copy_on_device(out.narrow(dim, at0, t.size(dim)), t.device() == out.device() ? t : t.to(out.device()));
+    at0 += t.size(dim);
+  }
+  return out;
+}
+
+at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  c10::ScalarType dt = c10::ScalarType::Undefined;
+  c10::Device dev(c10::DeviceType::PrivateUse1, 0);
+  for (const at::Tensor& t : tensors) dt = dt == c10::ScalarType::Undefined ? t.scalar_type() : c10::promoteTypes(dt, t.scalar_type());
+  TORCH_CHECK(dt != c10::ScalarType::Undefined, "torch.cat(): expected a non-empty list of Tensors");
+  at::Tensor out = at::empty({0}, at::TensorOptions().dtype(dt).device(dev));
+  return cat_out(tensors, dim, out);
+}
+
 // Output size depends on the data: the mask and values are read back, selected on the host, and
 // the result uploaded. One synchronisation, as any data-dependent op needs.
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
@@ -194,6 +244,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("masked_select", TORCH_FN(masked_select));
+  m.impl("cat", TORCH_FN(cat));
+  m.impl("cat.out", TORCH_FN(cat_out));
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>()); }

@@ -6,6 +6,7 @@
 #include "aten/call.h"
 #include "aten/common.h"
 #include "aten/kernels.h"
+#include "util/half.h"
 
 namespace vkml::aten {
 namespace {
@@ -63,6 +64,28 @@ void emit(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int
 
 }  // namespace
 
+// A CPU scalar operand as torch's CPU kernels use it: integers wrap to the common dtype; add/sub
+// round it to a float16/bfloat16 common dtype first (mul/div do not: they keep it in float).
+Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
+  Scalar s = to_scalar(at::Tensor(t).item());
+  switch (compute) {
+    case DType::u8: s.i = int64_t(uint8_t(s.i)); break;
+    case DType::i8: s.i = int64_t(int8_t(s.i)); break;
+    case DType::i16: s.i = int64_t(int16_t(s.i)); break;
+    case DType::i32: s.i = int64_t(int32_t(s.i)); break;
+    case DType::b8: s.i = s.f != 0; break;
+    case DType::f16: case DType::bf16:
+      if (id == OpId::add || id == OpId::sub) {
+        float f = float(s.f);
+        s.f = compute == DType::f16 ? f16_to_f32(f32_to_f16(f)) : bf16_to_f32(f32_to_bf16(f));
+      }
+      break;
+    default: break;
+  }
+  if (!is_float(compute)) s.f = double(s.i);
+  return s;
+}
+
 void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
@@ -82,7 +105,7 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scal
     if (a > 0 && iter.is_cpu_scalar(a)) {
       TORCH_INTERNAL_ASSERT(a == 2, "vkml: only the second operand may be a CPU scalar");
       n.flags |= kScalarB;
-      n.s[1] = to_scalar(at::Tensor(iter.tensor_base(a)).item());
+      n.s[1] = scalar_operand(id, iter.tensor_base(a), compute);
       continue;
     }
     base[a] = reinterpret_cast<uint64_t>(iter.data_ptr(a));
@@ -108,8 +131,42 @@ void check_alpha(c10::ScalarType common, const c10::Scalar& alpha) {
 
 }  // namespace
 
+// fill_ of a value the dtype cannot hold raises, as on the CPU ("value cannot be converted to
+// type c10::Half without overflow").
+void check_fits(const c10::Scalar& v, c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Half: (void)v.toHalf(); break;
+    case c10::ScalarType::BFloat16: (void)v.toBFloat16(); break;
+    case c10::ScalarType::Float: (void)v.toFloat(); break;
+    case c10::ScalarType::Byte: (void)v.toByte(); break;
+    case c10::ScalarType::Char: (void)v.toChar(); break;
+    case c10::ScalarType::Short: (void)v.toShort(); break;
+    case c10::ScalarType::Int: (void)v.toInt(); break;
+    default: break;
+  }
+}
+
+// Argument checks torch's own kernels make for these ops (same messages).
+void torch_checks(OpId id, Call& c) {
+  const bool self_bool = c.tensor("self").scalar_type() == c10::ScalarType::Bool;
+  if (id == OpId::sub) {
+    const c10::IValue& o = c["other"];
+    const bool other_bool = o.isTensor() ? o.toTensor().scalar_type() == c10::ScalarType::Bool : o.toScalar().isBoolean();
+    TORCH_CHECK(!self_bool || !other_bool,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                "Use the `^` or `logical_xor()` operator instead.");
+    TORCH_CHECK(!self_bool && !other_bool,
+                "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  } else if (id == OpId::neg) {
+    TORCH_CHECK(!self_bool, "Negation, the `-` operator, on a bool tensor is not supported. "
+                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  }
+}
+
 void elementwise_kernel(OpId id, Call& c) {
   const Kind kind = op_info(id).kind;
+  torch_checks(id, c);
   at::Tensor out = c.inplace() ? c.tensor("self") : c.out();
   at::TensorIterator iter;
   Scalar s0;
@@ -117,7 +174,12 @@ void elementwise_kernel(OpId id, Call& c) {
   switch (kind) {
     case K_FILL: {
       at::Tensor self = c.tensor("self");
-      s0 = c.has("value") ? to_scalar(c["value"].toScalar()) : Scalar{};
+      s0 = Scalar{};
+      if (c.has("value")) {
+        const c10::Scalar v = c["value"].toScalar();
+        if (self.numel() != 1) check_fits(v, self.scalar_type());  // torch's 1-element fast path skips it
+        s0 = to_scalar(v);
+      }
       iter = at::TensorIteratorConfig().add_output(self).resize_outputs(false)
                  .check_all_same_dtype(false).build();
       DType dt = to_dtype(self.scalar_type(), "fill_");

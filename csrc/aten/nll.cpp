@@ -1,5 +1,6 @@
 // nll_loss_forward / nll_loss_backward (what cross_entropy reaches after log_softmax).
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 
 #include "aten/call.h"
@@ -60,7 +61,8 @@ void nll_kernel(OpId id, Call& c) {
   if (id == OpId::nll_loss) {
     const bool vec = reduction == 0 && self.dim() == 2;
     at::Tensor output = at::empty(vec ? std::vector<int64_t>{self.size(0)} : std::vector<int64_t>{}, self.options());
-    at::Tensor total = at::empty({}, self.options());
+    // reduction none over an empty batch runs no node; total_weight is then 0 as on the CPU
+    at::Tensor total = vec && self.size(0) == 0 ? at::zeros({}, self.options()) : at::empty({}, self.options());
     n.nout = 2;
     n.nin = 3;
     n.t[0] = vec ? desc_of(output, name) : as_vector(output, name);

@@ -63,16 +63,14 @@ void reduce_kernel(OpId id, Call& c) {
   bool all = true;
   if (c.has("dim")) {
     const c10::IValue& v = c["dim"];
-    if (v.isInt()) {
-      red[size_t(at::maybe_wrap_dim(v.toInt(), nd))] = true;
+    // A 0-dim tensor accepts dim 0 / -1 and reduces its one element.
+    std::vector<int64_t> dims = v.isInt() ? std::vector<int64_t>{v.toInt()} : v.toIntVector();
+    for (int64_t d : dims) {
+      size_t w = size_t(at::maybe_wrap_dim(d, nd));
       all = false;
-    } else {
-      for (int64_t d : v.toIntVector()) {
-        size_t w = size_t(at::maybe_wrap_dim(d, nd));
-        TORCH_CHECK(!red[w], "dim ", w, " appears multiple times in the list of dims");
-        red[w] = true;
-        all = false;
-      }
+      if (nd == 0) continue;
+      TORCH_CHECK(!red[w], "dim ", w, " appears multiple times in the list of dims");
+      red[w] = true;
     }
   }
   if (all) std::fill(red.begin(), red.end(), true);
@@ -85,12 +83,17 @@ void reduce_kernel(OpId id, Call& c) {
   // Empty reductions that have no identity are errors, as on the CPU.
   if (info.kind == K_ARGREDUCE || id == OpId::amax || id == OpId::amin) {
     const char* name = c.schema.name() == "aten::max" ? "max" : c.schema.name() == "aten::min" ? "min" : info.name;
-    if (all && !c.has("dim")) {
-      TORCH_CHECK(self.numel() > 0, name, "(): Expected reduction dim to be specified for input.numel() == 0.",
-                  info.kind == K_ARGREDUCE ? "" : " Specify the reduction dim with the 'dim' argument.");
+    if (all) {  // torch raises IndexError for argmax/argmin, RuntimeError for the others
+      const bool ok = self.numel() > 0;
+      if (info.kind == K_ARGREDUCE) {
+        TORCH_CHECK_INDEX(ok, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
+      } else {
+        TORCH_CHECK(ok, name, "(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument.");
+      }
     }
     for (int64_t d = 0; d < nd; ++d)
-      TORCH_CHECK(!red[size_t(d)] || self.size(d) > 0, name, "(): Expected reduction dim ", d,
+      TORCH_CHECK_INDEX(!red[size_t(d)] || self.size(d) > 0, name, "(): Expected reduction dim ", d,
                   " to have non-zero size.");
   }
 

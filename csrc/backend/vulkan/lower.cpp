@@ -141,7 +141,7 @@ int lower_ew(const Node& n, Compute c, const Limits& lim, Dispatch* out, Why& wh
   p.b = has_b ? n.t[2].addr : 0;
   p.numel = uint32_t(numel);
   uint32_t dt[3] = {uint32_t(o.dtype), has_a ? uint32_t(n.t[1].dtype) : 0, has_b ? uint32_t(n.t[2].dtype) : 0};
-  p.dtypes = dt[0] | dt[1] << 8 | dt[2] << 16;
+  p.dtypes = dt[0] | dt[1] << 8 | dt[2] << 16 | uint32_t(n.p[0]) << 24;  // compute dtype last
   p.ndim = uint32_t(nd);
   bool contiguous = nd <= 1;
   for (int k = 0; k < nops && nd == 1; ++k) contiguous = contiguous && st[k][0] == 1;
