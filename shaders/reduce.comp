@@ -3,6 +3,7 @@
 // grid has fewer groups than outputs (lower's choice for short rows) one invocation per output.
 #version 460
 #define PC_REDUCE
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x = 128) in;
@@ -39,26 +40,34 @@ void combine(inout T x, inout uint ix, T y, uint iy) {
   else if (OP == OP_SUM || OP == OP_MEAN) x = x + y;
 }
 
+// Offsets are straight-line code (unrolled over the 4 possible dims), and the main loop handles
+// kUnroll elements per trip: llvmpipe stops any invocation after 65535 loop trips in total, and
+// on real GPUs fewer trips are faster anyway.
 int64_t kept_offset(uint k) {
   int64_t off = 0;
   uint nk = pc.ndims & 0xffu;
-  for (uint d = 0u; d < nk; ++d) {
-    uint n = uint(pc.kshape[d]);
-    off += int64_t(k % n) * int64_t(pc.kstride[d]);
-    k /= n;
+  [[unroll]] for (uint d = 0u; d < 4u; ++d) {
+    if (d < nk) {
+      uint n = uint(pc.kshape[d]);
+      off += int64_t(k % n) * int64_t(pc.kstride[d]);
+      k /= n;
+    }
   }
   return off;
 }
 int64_t red_offset(uint r) {
   int64_t off = 0;
   uint nr = (pc.ndims >> 8) & 0xffu;
-  for (uint d = 0u; d < nr; ++d) {
-    uint n = uint(pc.rshape[d]);
-    off += int64_t(r % n) * int64_t(pc.rstride[d]);
-    r /= n;
+  [[unroll]] for (uint d = 0u; d < 4u; ++d) {
+    if (d < nr) {
+      uint n = uint(pc.rshape[d]);
+      off += int64_t(r % n) * int64_t(pc.rstride[d]);
+      r /= n;
+    }
   }
   return off;
 }
+const uint kUnroll = 8u;
 
 void finish(uint k, T v, uint idx) {
   uint dto = pc.dtypes & 0xffu;
@@ -90,8 +99,12 @@ void main() {
   uint64_t base = pc.in_ + uint64_t(kept_offset(uint(k)) * int64_t(esz));
   T acc = identity();
   uint idx = 0xffffffffu;
-  for (uint r = tid; r < pc.n_red; r += 128u)
-    combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+  for (uint r0 = 0u; r0 < pc.n_red; r0 += 128u * kUnroll) {
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint r = r0 + u * 128u + tid;
+      if (r < pc.n_red) combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+    }
+  }
   s_val[tid] = acc;
   s_idx[tid] = idx;
   barrier();
