@@ -56,7 +56,8 @@ void nll_kernel(OpId id, Call& c) {
   const int64_t ignore_index = c["ignore_index"].toInt();
   Node n;
   n.op = id;
-  n.p[0] = reduction;
+  // A 1-D input has one sample: torch treats reduction none like sum there (total_weight = w[t]).
+  n.p[0] = reduction == 0 && self.dim() == 1 ? 2 : reduction;
   n.p[1] = ignore_index;
   if (id == OpId::nll_loss) {
     const bool vec = reduction == 0 && self.dim() == 2;
