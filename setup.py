@@ -87,6 +87,8 @@ os.makedirs(GEN, exist_ok=True)
 compile_shaders()
 
 sources = sorted(glob.glob("csrc/**/*.cpp", recursive=True)) + ["build/gen/spirv_blobs.cpp"]
+# VKML_SANITIZE=address builds with AddressSanitizer (run with LD_PRELOAD=$(g++ -print-file-name=libasan.so)).
+sanitize = [f"-fsanitize={os.environ['VKML_SANITIZE']}", "-fno-omit-frame-pointer"] if os.environ.get("VKML_SANITIZE") else []
 
 setup(
     name="vkml_torch",
@@ -99,7 +101,8 @@ setup(
             sources,
             include_dirs=[os.path.join(ROOT, "csrc"), SHADERS, GEN],
             extra_compile_args={"cxx": ["-std=c++20", "-O2", "-fvisibility=hidden",
-                                        "-Wno-unused-parameter", "-Wno-missing-field-initializers"]},
+                                        "-Wno-unused-parameter", "-Wno-missing-field-initializers"] + sanitize},
+            extra_link_args=sanitize,
             libraries=["dl"],
         )
     ],

@@ -159,7 +159,8 @@ bool sign_bit(float x) { return (floatBitsToUint(x) & 0x80000000u) != 0u; }
 float nan_T() { return uintBitsToFloat(0x7fc00000u); }
 float inf_T() { return uintBitsToFloat(0x7f800000u); }
 #elif defined(CT_F64)
-#define FROM_F32(x) double(x)
+// Widening in integer bits: float->double conversion flushes f32 subnormals on some GPUs (NVIDIA).
+#define FROM_F32(x) packDouble2x32(unpackUint2x32(f32_to_f64bits(x)))
 float to_f32(double v) { return f64bits_to_f32(packUint2x32(unpackDouble2x32(v))); }
 int64_t to_int(double v, bool wide) {
   if (wide) return (v >= -9223372036854775808.0LF && v < 9223372036854775808.0LF) ? int64_t(v) : I64_MIN;

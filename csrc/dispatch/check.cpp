@@ -1,6 +1,7 @@
 // Check mode (VKML_CHECK=1): run one node on the GPU and on the CPU oracle, compare.
 #include <cmath>
-#include <sstream>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/oracle.h"
@@ -62,15 +63,19 @@ Result<void> Device::run_checked(const Node& n) {
     Mismatch m = compare(n.t[o], got[o].data(), host[o].data(), info.tol, compute_type(n),
                          o == 0 ? scale : std::vector<double>{}, reduction_length(n));
     if (!m.failed) continue;
-    std::ostringstream s;
-    s.precision(9);
-    s << "vkml check failed: op " << info.name << ", output " << o << " " << describe(n.t[o]) << " from";
+    auto num = [](double v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.9g", v);
+      return std::string(b);
+    };
+    std::string s = std::string("vkml check failed: op ") + info.name + ", output " + std::to_string(o) + " " +
+                    describe(n.t[o]) + " from";
     for (int i = n.nout; i < nt; ++i)
-      if (n.t[i].addr) s << " " << describe(n.t[i]);
-    s << "; tolerance " << tol_kind_name(info.tol.kind) << " (bound " << info.tol.bound << ": "
-      << info.tol.why << "); worst element " << m.where << ": got " << m.got << ", expected "
-      << m.expected << " (allowed difference " << m.allowed << ")";
-    return fail(Err::check_failed, s.str());
+      if (n.t[i].addr) s += " " + describe(n.t[i]);
+    s += std::string("; tolerance ") + tol_kind_name(info.tol.kind) + " (bound " + num(info.tol.bound) + ": " +
+         info.tol.why + "); worst element " + m.where + ": got " + num(m.got) + ", expected " + num(m.expected) +
+         " (allowed difference " + num(m.allowed) + ")";
+    return fail(Err::check_failed, s);
   }
   ++stats_.checked;
   return {};

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <sstream>
 
 #include "util/half.h"
 
@@ -36,17 +35,17 @@ double ulp(DType t, double v) {
 
 }  // namespace
 
+// Plain string building (no iostreams: cheap, and safe in any process's locale setup).
+static std::string join(const int64_t* v, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 std::string describe(const TensorDesc& d) {
-  std::ostringstream o;
-  o << dtype_name(d.dtype) << "[";
-  for (int i = 0; i < d.ndim; ++i) o << (i ? ", " : "") << d.sizes[i];
-  o << "]";
-  if (!d.contiguous()) {
-    o << " strides [";
-    for (int i = 0; i < d.ndim; ++i) o << (i ? ", " : "") << d.strides[i];
-    o << "]";
-  }
-  return o.str();
+  std::string s = std::string(dtype_name(d.dtype)) + join(d.sizes, d.ndim);
+  if (!d.contiguous()) s += " strides " + join(d.strides, d.ndim);
+  return s;
 }
 
 Mismatch compare(const TensorDesc& d, const uint8_t* got, const uint8_t* ref, const Tol& tol,
@@ -95,11 +94,7 @@ Mismatch compare(const TensorDesc& d, const uint8_t* got, const uint8_t* ref, co
       worst.got = gv;
       worst.expected = rv;
       worst.allowed = allowed;
-      std::ostringstream w;
-      w << "[";
-      for (int i = 0; i < d.ndim; ++i) w << (i ? ", " : "") << idx[i];
-      w << "]";
-      worst.where = w.str();
+      worst.where = join(idx, d.ndim);
     }
     for (int i = d.ndim - 1; i >= 0; --i) {
       if (++idx[i] < d.sizes[i]) break;

@@ -1,5 +1,11 @@
 // vkml_torch._C: the device's state and switches, for vkml_torch/__init__.py and the tests.
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <pybind11/pybind11.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <pybind11/stl.h>
 
 #include "dispatch/device.h"
@@ -60,9 +66,37 @@ py::list op_table() {
   return rows;
 }
 
+// VKML_CRASH_TRACE=1: on SIGSEGV print the native stack with each frame's library and offset
+// (feed them to addr2line -e <library>). A debugging aid for drivers we cannot attach a debugger to.
+void crash_trace(int sig) {
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  std::fprintf(stderr, "vkml: signal %d, native stack:\n", sig);
+  for (int i = 0; i < n; ++i) {
+    Dl_info info{};
+    if (dladdr(frames[i], &info) && info.dli_fname)
+      std::fprintf(stderr, "  #%d %s +0x%lx %s\n", i, info.dli_fname,
+                   (unsigned long)((char*)frames[i] - (char*)info.dli_fbase), info.dli_sname ? info.dli_sname : "");
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
+  if (const char* t = std::getenv("VKML_CRASH_TRACE"); t && *t == '1') {
+    static char alt[1 << 16];  // the handler must run even when the stack overflowed
+    stack_t ss{};
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa {};
+    sa.sa_handler = crash_trace;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+  }
   m.def("is_available", [] { return dev() != nullptr; });
   m.def("why_unavailable", [] { return Device::why_unavailable(); });
   m.def("device_count", [] { return Device::device_count(); });
