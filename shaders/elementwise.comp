@@ -78,6 +78,7 @@ void main() {
     case OP_EXP: r = exp_T(a); break;
     case OP_LOG: r = log_T(a); break;
     case OP_SQRT: r = sqrt_T(a); break;
+    case OP_SIGMOID: r = div_ieee(T(1), T(1) + exp_T(-a)); break;
     case OP_DIV: r = div_ieee(a, b); break;
 #endif
     case OP_ADD: r = a + alpha * b; break;

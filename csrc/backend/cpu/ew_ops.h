@@ -60,6 +60,11 @@ template <class T> T ew_sqrt(T a, T, T) {
   if constexpr (is_int_v<T>) return a;
   else return std::sqrt(a);
 }
+// PyTorch's CPU formula, so results agree where exp over/underflows.
+template <class T> T ew_sigmoid(T a, T, T) {
+  if constexpr (is_int_v<T>) return a;
+  else return T(1) / (T(1) + std::exp(-a));
+}
 // a + alpha * b in the compute type, unfused (torch's scalar path); sub is add with -alpha.
 template <class T> T ew_add(T a, T b, T s) { return wrap_add(a, wrap_mul(s, b)); }
 template <class T> T ew_sub(T a, T b, T s) { return wrap_add(a, wrap_neg(wrap_mul(s, b))); }
