@@ -52,6 +52,16 @@ struct Call {
 
 using Kernel = void (*)(OpId, Call&);
 
+// Returns `result` through the out= tensor when there is one (resized, then copied into), as the
+// structured out= kernels of torch do; else returns `result` itself.
+inline void ret_result(Call& c, const at::Tensor& result) {
+  at::Tensor out = c.out();
+  if (!out.defined()) return c.ret(result);
+  if (out.sizes() != result.sizes()) out.resize_(result.sizes());
+  out.copy_(result);
+  c.ret(out);
+}
+
 inline Scalar to_scalar(const c10::Scalar& v) {
   Scalar s;
   s.f = v.toDouble();

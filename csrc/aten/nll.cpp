@@ -97,13 +97,7 @@ void nll_kernel(OpId id, Call& c) {
     n.t[4] = desc_of(total, name);
     record(n);
   }
-  at::Tensor out = c.out();
-  if (out.defined()) {
-    if (out.sizes() != grad_input.sizes()) out.resize_(grad_input.sizes());
-    out.copy_(grad_input);
-    return c.ret(out);
-  }
-  c.ret(grad_input);
+  ret_result(c, grad_input);
 }
 
 }  // namespace vkml::aten

@@ -155,11 +155,8 @@ void reduce_kernel(OpId id, Call& c) {
   if (out.defined()) {
     TORCH_CHECK(out.scalar_type() == odt || !c.has("dtype"), "Expected out tensor to have dtype ",
                 c10::toString(odt), ", but got ", c10::toString(out.scalar_type()), " instead");
-    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
-    out.copy_(result);
-    return c.ret(out);
   }
-  c.ret(result);
+  ret_result(c, result);
 }
 
 }  // namespace vkml::aten

@@ -43,7 +43,6 @@ void softmax_kernel(OpId id, Call& c) {
                 "softmax with half to float conversion is not supported on vkml");
   }
   check_dtype(id, to_dtype(x.scalar_type(), name));
-  at::Tensor out = c.out();
   at::Tensor result = at::empty(x.sizes(), x.options().dtype(odt));
   if (result.numel() > 0) {
     Node n;
@@ -55,12 +54,7 @@ void softmax_kernel(OpId id, Call& c) {
     if (bwd) n.t[2] = odi(y, dim, name);
     record(n);
   }
-  if (out.defined()) {
-    if (out.sizes() != result.sizes()) out.resize_(result.sizes());
-    out.copy_(result);
-    return c.ret(out);
-  }
-  c.ret(result);
+  ret_result(c, result);
 }
 
 }  // namespace vkml::aten

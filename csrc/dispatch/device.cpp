@@ -131,15 +131,19 @@ Result<void> Device::flush_locked() {
   return r;
 }
 
+// A host-visible block; when none is left, flushing frees the staging pending uploads hold.
+Result<Block> Device::staging_locked(size_t bytes) {
+  auto st = backend_->alloc(bytes, MemKind::staging);
+  if (st.ok()) return st;
+  VKML_TRY(flush_locked());
+  return backend_->alloc(bytes, MemKind::staging);
+}
+
 Result<void> Device::upload(uint64_t dst, const void* src, size_t bytes) {
   if (bytes == 0) return {};
   std::lock_guard<std::recursive_mutex> g(mu_);
-  auto st = backend_->alloc(bytes, MemKind::staging);
-  if (!st.ok()) {
-    VKML_TRY(flush_locked());
-    st = backend_->alloc(bytes, MemKind::staging);
-    if (!st.ok()) return st.error();
-  }
+  auto st = staging_locked(bytes);
+  if (!st.ok()) return st.error();
   Block blk = st.value();
   std::memcpy(backend_->host_ptr(blk.addr), src, bytes);
   Backend* be = backend_.get();
@@ -155,12 +159,8 @@ Result<void> Device::download(uint64_t src, void* dst, size_t bytes) {
 
 Result<void> Device::download_locked(uint64_t src, void* dst, size_t bytes) {
   if (bytes == 0) return {};
-  auto st = backend_->alloc(bytes, MemKind::staging);
-  if (!st.ok()) {
-    VKML_TRY(flush_locked());
-    st = backend_->alloc(bytes, MemKind::staging);
-    if (!st.ok()) return st.error();
-  }
+  auto st = staging_locked(bytes);
+  if (!st.ok()) return st.error();
   Block blk = st.value();
   ++stats_.nodes;
   graph_.nodes.push_back(transfer_node(blk.addr, src, bytes));

@@ -56,6 +56,7 @@ class Device {
   Result<void> flush_locked();
   Result<void> run_checked(const Node& n);  // check mode: dispatch/check.cpp
   Result<void> download_locked(uint64_t src, void* dst, size_t bytes);
+  Result<Block> staging_locked(size_t bytes);
 
   std::unique_ptr<Backend> backend_;
   int index_ = 0;
