@@ -53,15 +53,18 @@ def compile_shaders():
         first = sources[path].splitlines()[0] if sources[path] else ""
         m = re.match(r"//\s*variants:\s*(.*)", first)
         variants = m.group(1).split() if m else ["f32"]
-        for v in variants:
-            name = f"{stem}_{v}"
-            key = hashlib.sha256((sources[path] + header_hash + v).encode()).hexdigest()[:16]
+        # Float variants also get an "_ieee" build with SPIR-V float controls (subnormals, NaN/Inf
+        # kept), chosen at run time on devices that support them.
+        for v, ieee in [(v, i) for v in variants for i in ([False, True] if v != "i64" else [False])]:
+            name = f"{stem}_{v}" + ("_ieee" if ieee else "")
+            key = hashlib.sha256((sources[path] + header_hash + name).encode()).hexdigest()[:16]
             spv = os.path.join(GEN, "spv", f"{name}.{key}.spv")
             if not os.path.exists(spv):
                 for old in glob.glob(os.path.join(GEN, "spv", f"{name}.*.spv")):
                     os.remove(old)
                 cmd = [glslc, "--target-env=vulkan1.3", "-O", "-fshader-stage=compute",
-                       f"-DCT_{v.upper()}=1", "-I", SHADERS, "-I", GEN, path, "-o", spv]
+                       f"-DCT_{v.upper()}=1"] + (["-DVKML_IEEE=1"] if ieee else []) + [
+                       "-I", SHADERS, "-I", GEN, path, "-o", spv]
                 print(" ".join(cmd), flush=True)
                 subprocess.check_call(cmd)
             blobs.append((name, spv))

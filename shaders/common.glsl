@@ -3,6 +3,17 @@
 // NaN-aware helpers. Define PC_<FAMILY> and CT_F32 / CT_F64 / CT_I64 before including this.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#if defined(VKML_IEEE)
+// The "_ieee" blobs (for devices with the float-controls properties): without these execution
+// modes SPIR-V lets a driver flush subnormals and ignore NaN/Inf/-0 (NVIDIA does both).
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(capabilities = [4464], 4459, 32);  // DenormPreserve, 32-bit
+spirv_execution_mode(capabilities = [4466], 4461, 32);  // SignedZeroInfNanPreserve, 32-bit
+#if defined(CT_F64)
+spirv_execution_mode(capabilities = [4464], 4459, 64);
+spirv_execution_mode(capabilities = [4466], 4461, 64);
+#endif
+#endif
 // params.h names members `out` and `in`, GLSL keywords: they read as pc.out_ / pc.in_ here.
 #define out out_
 #define in in_

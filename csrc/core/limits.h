@@ -17,6 +17,9 @@ struct Limits {
   bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
   bool float16 = false;
   bool cooperative_matrix = false;
+  // shaderDenormPreserve + shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the
+  // "_ieee" shader builds keep subnormals and NaN/Inf/-0 as IEEE (and PyTorch's CPU) does.
+  bool float_controls = false;
 };
 
 // Vulkan 1.3 required limits (spec, "Required Limits" table).
@@ -27,6 +30,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   Limits m = min_spec_limits();
   m.int64 = dev.int64;
   m.float64 = dev.float64;  // fp64 is a feature, not a limit; kept so float64 ops keep working
+  m.float_controls = dev.float_controls;  // a correctness feature, kept likewise
   return m;
 }
 

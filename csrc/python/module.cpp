@@ -120,6 +120,7 @@ PYBIND11_MODULE(_C, m) {
     r["max_allocation"] = l.max_allocation;
     r["float64"] = l.float64;
     r["float16"] = l.float16;
+    r["float_controls"] = l.float_controls;
     r["min_spec"] = env().min_spec;
     return r;
   });

@@ -380,6 +380,7 @@ int build(const Node& n, const Limits& lim, Dispatch* out, Why& why) {
   Compute c = compute_for(n, lim);
   if (c == Compute::f64 && !lim.float64) return why = "float64 compute needs shaderFloat64, which this device lacks", -1;
   std::string blob = std::string(fname) + "_" + variant_name(c);
+  if (c != Compute::i64 && lim.float_controls) blob += "_ieee";
   if (spirv(blob.c_str()).empty()) return why = "no shader " + blob, -1;
   int count;
   switch (fam) {
