@@ -53,8 +53,8 @@ def compile_shaders():
         first = sources[path].splitlines()[0] if sources[path] else ""
         m = re.match(r"//\s*variants:\s*(.*)", first)
         variants = m.group(1).split() if m else ["f32"]
-        # Float variants also get an "_ieee" build with SPIR-V float controls (subnormals, NaN/Inf
-        # kept), chosen at run time on devices that support them.
+        # Float variants also get an "_ieee" build with SPIR-V float controls (NaN/Inf/-0 kept),
+        # chosen at run time on devices that support them.
         for v, ieee in [(v, i) for v in variants for i in ([False, True] if v != "i64" else [False])]:
             name = f"{stem}_{v}" + ("_ieee" if ieee else "")
             key = hashlib.sha256((sources[path] + header_hash + name).encode()).hexdigest()[:16]

@@ -4,14 +4,14 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #if defined(VKML_IEEE)
-// The "_ieee" blobs (for devices with the float-controls properties): without these execution
-// modes SPIR-V lets a driver flush subnormals and ignore NaN/Inf/-0 (NVIDIA does both).
+// The "_ieee" blobs, for devices with shaderSignedZeroInfNanPreserve: without this execution mode
+// SPIR-V lets a driver ignore NaN, Inf and -0 (NVIDIA's relu(NaN) came out 0). Subnormals are not
+// asked for: NVIDIA cannot preserve f32 subnormals (shaderDenormPreserveFloat32 is false there).
 #extension GL_EXT_spirv_intrinsics : require
-spirv_execution_mode(capabilities = [4464], 4459, 32);  // DenormPreserve, 32-bit
-spirv_execution_mode(capabilities = [4466], 4461, 32);  // SignedZeroInfNanPreserve, 32-bit
 #if defined(CT_F64)
-spirv_execution_mode(capabilities = [4464], 4459, 64);
-spirv_execution_mode(capabilities = [4466], 4461, 64);
+spirv_execution_mode(capabilities = [4466], 4461, 64);  // SignedZeroInfNanPreserve, 64-bit
+#else
+spirv_execution_mode(capabilities = [4466], 4461, 32);  // SignedZeroInfNanPreserve, 32-bit
 #endif
 #endif
 // params.h names members `out` and `in`, GLSL keywords: they read as pc.out_ / pc.in_ here.

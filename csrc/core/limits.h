@@ -17,8 +17,8 @@ struct Limits {
   bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
   bool float16 = false;
   bool cooperative_matrix = false;
-  // shaderDenormPreserve + shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the
-  // "_ieee" shader builds keep subnormals and NaN/Inf/-0 as IEEE (and PyTorch's CPU) does.
+  // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
+  // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.
   bool float_controls = false;
 };
 

@@ -201,8 +201,8 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.int64 = true;
   L.float16 = c.f12.shaderFloat16 && c.f11.storageBuffer16BitAccess;
   L.cooperative_matrix = false;  // not enabled at device creation yet
-  L.float_controls = p12.shaderDenormPreserveFloat32 && p12.shaderSignedZeroInfNanPreserveFloat32 &&
-                     (!L.float64 || (p12.shaderDenormPreserveFloat64 && p12.shaderSignedZeroInfNanPreserveFloat64));
+  L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
+                     (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
   c.max_buffer = p13.maxBufferSize;
   return {};
 }
