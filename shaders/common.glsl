@@ -164,6 +164,7 @@ int64_t f32_to_int(float v, bool wide) {
 float to_f32(float v) { return v; }
 int64_t to_int(float v, bool wide) { return f32_to_int(v, wide); }
 T from_raw(uint64_t raw) { return uintBitsToFloat(uint(raw)); }
+bool nonzero(float x) { return (floatBitsToUint(x) & 0x7fffffffu) != 0u; }  // bits: no subnormal flush
 bool is_nan(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
 bool is_inf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) == 0x7f800000u; }
 bool sign_bit(float x) { return (floatBitsToUint(x) & 0x80000000u) != 0u; }
@@ -178,6 +179,7 @@ int64_t to_int(double v, bool wide) {
   return (v > -2147483649.0LF && v < 2147483648.0LF) ? int64_t(v) : int64_t(-2147483648);
 }
 T from_raw(uint64_t raw) { return packDouble2x32(unpackUint2x32(raw)); }
+bool nonzero(double x) { uvec2 p = unpackDouble2x32(x); return ((p.y & 0x7fffffffu) | p.x) != 0u; }
 bool is_nan(double x) {
   uvec2 p = unpackDouble2x32(x);
   return (p.y & 0x7fffffffu) > 0x7ff00000u || ((p.y & 0x7fffffffu) == 0x7ff00000u && p.x != 0u);
@@ -192,6 +194,7 @@ float to_f32(int64_t v) { return float(v); }
 int64_t to_int(int64_t v, bool wide) { return v; }
 T from_raw(uint64_t raw) { return int64_t(raw); }
 bool is_nan(int64_t x) { return false; }
+bool nonzero(int64_t x) { return x != 0L; }
 #endif
 
 T load_T(uint64_t a, uint dt) {
@@ -223,7 +226,7 @@ T load_T(uint64_t a, uint dt) {
 
 void store_T(uint64_t a, uint dt, T v) {
   switch (dt) {
-    case DT_BOOL: st_bits(a, (v == T(0)) ? 0u : 1u, 1u); return;  // NaN -> 1
+    case DT_BOOL: st_bits(a, nonzero(v) ? 1u : 0u, 1u); return;  // NaN -> 1
     case DT_U8: case DT_I8: st_bits(a, uint(to_int(v, false)) & 0xffu, 1u); return;
     case DT_I16: st_bits(a, uint(to_int(v, false)) & 0xffffu, 2u); return;
     case DT_I32: st_word(a, uint(to_int(v, false))); return;
@@ -247,7 +250,7 @@ void store_T(uint64_t a, uint dt, T v) {
 // TensorIterator computes in the common dtype, so inputs and results pass through it.
 T round_T(T v, uint dt) {
   switch (dt) {
-    case DT_BOOL: return (v == T(0)) ? T(0) : T(1);
+    case DT_BOOL: return nonzero(v) ? T(1) : T(0);
     case DT_U8: return T(uint(to_int(v, false)) & 0xffu);
     case DT_I8: return T(bitfieldExtract(int(to_int(v, false)), 0, 8));
     case DT_I16: return T(bitfieldExtract(int(to_int(v, false)), 0, 16));
