@@ -111,15 +111,8 @@ std::string version_str(uint32_t v) {
 
 std::string driver_str(const VkPhysicalDeviceProperties& p, const VkPhysicalDeviceVulkan12Properties& p12) {
   uint32_t v = p.driverVersion;
-  if (p.vendorID == 0x10DE) {  // NVIDIA packs 10.8.8.6 bits
-    std::string s = std::to_string(v >> 22) + "." + std::to_string((v >> 14) & 0xff);
-    if (uint32_t patch = (v >> 6) & 0xff) {
-      char b[8];
-      std::snprintf(b, sizeof b, ".%02u", patch);
-      s += b;
-    }
-    return s;
-  }
+  if (p.vendorID == 0x10DE)  // NVIDIA packs 10.8.8.6 bits; users know it as major.minor ("580.159")
+    return std::to_string(v >> 22) + "." + std::to_string((v >> 14) & 0xff);
   if (p12.driverInfo[0]) return p12.driverInfo;
   return version_str(v);
 }
