@@ -14,12 +14,7 @@ spirv_execution_mode(capabilities = [4466], 4461, 64);  // SignedZeroInfNanPrese
 spirv_execution_mode(capabilities = [4466], 4461, 32);  // SignedZeroInfNanPreserve, 32-bit
 #endif
 #endif
-// params.h names members `out` and `in`, GLSL keywords: they read as pc.out_ / pc.in_ here.
-#define out out_
-#define in in_
 #include "params.h"
-#undef out
-#undef in
 #include "op_codes.h"
 
 layout(constant_id = 0) const int OP = 0;

@@ -33,21 +33,21 @@ void main() {
   }
   if (OP == OP_COPY && dto == dta) {  // same dtype: raw bits, in every variant (f64 without fp64)
     uint sz = dsize(dto);
-    if (sz == 8u) st_u64(pc.out_ + oo, ld_u64(pc.a + oa));
-    else if (sz == 4u) st_word(pc.out_ + oo, ld_word(pc.a + oa));
-    else st_bits(pc.out_ + oo, bitfieldExtract(ld_word((pc.a + oa) & ~3UL), int((pc.a + oa) & 3UL) * 8, int(sz) * 8), sz);
+    if (sz == 8u) st_u64(pc.dst + oo, ld_u64(pc.a + oa));
+    else if (sz == 4u) st_word(pc.dst + oo, ld_word(pc.a + oa));
+    else st_bits(pc.dst + oo, bitfieldExtract(ld_word((pc.a + oa) & ~3UL), int((pc.a + oa) & 3UL) * 8, int(sz) * 8), sz);
     return;
   }
 #if !defined(CT_F64)
   if (OP == OP_COPY && dta == DT_F64 && dto == DT_BOOL) {  // any nonzero double, however small
-    st_bits(pc.out_ + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);
+    st_bits(pc.dst + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);
     return;
   }
 #endif
 #if defined(CT_I64)
   if (OP == OP_COPY && dta == DT_F64 && dsize(dto) < 8u) {  // narrow targets: x86's 32-bit convert
     int64_t v = f64bits_to_i64(ld_u64(pc.a + oa));
-    store_T(pc.out_ + oo, dto, (v >= -2147483648L && v <= 2147483647L) ? v : -2147483648L);
+    store_T(pc.dst + oo, dto, (v >= -2147483648L && v <= 2147483647L) ? v : -2147483648L);
     return;
   }
 #endif
@@ -99,5 +99,5 @@ void main() {
     case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook
   }
   if (dto != dtc) r = round_T(r, dtc);
-  store_T(pc.out_ + oo, dto, r);
+  store_T(pc.dst + oo, dto, r);
 }

@@ -40,8 +40,8 @@ using u64 = uint64_t; using u32 = uint32_t; using i32 = int32_t; using i64 = int
 // i64 compute an int64.
 #if defined(__cplusplus) || defined(PC_EW)
 PC_BEGIN(EwParams)
-  u64 out; u64 a; u64 b;
-  u32 numel; u32 dtypes;  // out | a << 8 | b << 16 | compute dtype << 24
+  u64 dst; u64 a; u64 b;
+  u32 numel; u32 dtypes;  // dst | a << 8 | b << 16 | compute dtype << 24
   u32 ndim; u32 flags;
   i32 shape[4];
   i32 st_out[4]; i32 st_a[4]; i32 st_b[4];
@@ -53,8 +53,8 @@ PC_END(EwParams)
 // Element strides of the input, kept dims and reduced dims each innermost first.
 #if defined(__cplusplus) || defined(PC_REDUCE)
 PC_BEGIN(ReduceParams)
-  u64 out; u64 in;
-  u32 dtypes;  // out | in << 8
+  u64 dst; u64 src;
+  u32 dtypes;  // dst | src << 8
   u32 n_out; u32 n_red;
   u32 ndims;   // kept dims | reduced dims << 8
   i32 kshape[4]; i32 kstride[4];

@@ -71,11 +71,11 @@ const uint kUnroll = 8u;
 
 void finish(uint k, T v, uint idx) {
   uint dto = pc.dtypes & 0xffu;
-  if (is_arg()) { st_u64(pc.out_ + uint64_t(k) * 8UL, uint64_t(idx)); return; }
+  if (is_arg()) { st_u64(pc.dst + uint64_t(k) * 8UL, uint64_t(idx)); return; }
 #if !defined(CT_I64)
   if (OP == OP_MEAN) v = pc.n_red == 0u ? nan_T() : v / T(pc.n_red);
 #endif
-  store_T(pc.out_ + uint64_t(k) * dsize(dto), dto, v);
+  store_T(pc.dst + uint64_t(k) * dsize(dto), dto, v);
 }
 
 void main() {
@@ -85,7 +85,7 @@ void main() {
   if (groups < uint64_t(pc.n_out)) {  // one invocation per output, sequential
     uint64_t k = global_index();
     if (k >= uint64_t(pc.n_out)) return;
-    uint64_t base = pc.in_ + uint64_t(kept_offset(uint(k)) * int64_t(esz));
+    uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
     T acc = identity();
     uint idx = 0xffffffffu;
     for (uint r = 0u; r < pc.n_red; ++r)
@@ -96,7 +96,7 @@ void main() {
   uint64_t k = group_index();
   if (k >= uint64_t(pc.n_out)) return;  // whole group: uniform
   uint tid = gl_LocalInvocationID.x;
-  uint64_t base = pc.in_ + uint64_t(kept_offset(uint(k)) * int64_t(esz));
+  uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
   T acc = identity();
   uint idx = 0xffffffffu;
   for (uint r0 = 0u; r0 < pc.n_red; r0 += 128u * kUnroll) {

@@ -136,7 +136,7 @@ int lower_ew(const Node& n, Compute c, const Limits& lim, Dispatch* out, Why& wh
   if (numel == 0) return 0;
 
   pc::EwParams p{};
-  p.out = o.addr;
+  p.dst = o.addr;
   p.a = has_a ? n.t[1].addr : 0;
   p.b = has_b ? n.t[2].addr : 0;
   p.numel = uint32_t(numel);
@@ -184,8 +184,8 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, Why& why) {
   if (n_out > int64_t(UINT32_MAX) || n_red > int64_t(UINT32_MAX)) return why = "more than 2^32-1 elements", -1;
   if (n_out == 0) return 0;
   pc::ReduceParams p{};
-  p.out = o.addr;
-  p.in = in.addr;
+  p.dst = o.addr;
+  p.src = in.addr;
   p.dtypes = uint32_t(o.dtype) | uint32_t(in.dtype) << 8;
   p.n_out = uint32_t(n_out);
   p.n_red = uint32_t(n_red);
