@@ -111,9 +111,10 @@ Result<void> Device::record(const Node& n) {
     return run_checked(n);
   }
   graph_.nodes.push_back(n);
-  if (env().eager || env().check || int(graph_.nodes.size()) >= env().max_pending ||
-      graph_.staged_bytes >= kMaxStagedBytes)
-    return flush_locked();
+  if (env().eager || env().check) return flush_locked();
+  // Past the bounds the batch goes to the GPU without waiting: recording goes on meanwhile.
+  if (int(graph_.nodes.size()) >= env().max_pending || graph_.staged_bytes >= kMaxStagedBytes)
+    return flush_locked(/*wait=*/false);
   return {};
 }
 
@@ -122,13 +123,31 @@ Result<void> Device::flush() {
   return flush_locked();
 }
 
-Result<void> Device::flush_locked() {
-  if (graph_.empty()) return {};
+Result<void> Device::flush_locked(bool wait) {
+  if (graph_.empty()) {
+    if (wait && last_ticket_) VKML_TRY(backend_->wait(last_ticket_));
+    release_completed();
+    return {};
+  }
   ++stats_.flushes;
   ++stats_.submits;
-  auto r = backend_->execute(graph_.nodes);
+  auto t = backend_->submit(graph_.nodes);
+  if (t.ok()) {
+    last_ticket_ = t.value();
+    inflight_.emplace_back(last_ticket_, std::move(graph_.keepalive));
+  }
   graph_.clear();  // also on error: the batch is gone either way, and its staging must be freed
-  return r;
+  if (!t.ok()) return t.error();
+  if (wait) VKML_TRY(backend_->wait(last_ticket_));
+  release_completed();
+  return {};
+}
+
+void Device::release_completed() {
+  const uint64_t done = backend_->completed();
+  size_t k = 0;
+  while (k < inflight_.size() && inflight_[k].first <= done) ++k;
+  inflight_.erase(inflight_.begin(), inflight_.begin() + ptrdiff_t(k));
 }
 
 // A host-visible block; when none is left, flushing frees the staging pending uploads hold.

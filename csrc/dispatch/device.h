@@ -6,6 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/api/backend.h"
 #include "graph/graph.h"
@@ -53,7 +55,9 @@ class Device {
  Device(std::unique_ptr<Backend> b, int index) : backend_(std::move(b)), index_(index) {}  // use get()
 
  private:
-  Result<void> flush_locked();
+  // Submits the pending graph; with wait, also waits for it (and for everything before it).
+  Result<void> flush_locked(bool wait = true);
+  void release_completed();
   Result<void> run_checked(const Node& n);  // check mode: dispatch/check.cpp
   Result<void> download_locked(uint64_t src, void* dst, size_t bytes);
   Result<Block> staging_locked(size_t bytes);
@@ -61,6 +65,9 @@ class Device {
   std::unique_ptr<Backend> backend_;
   int index_ = 0;
   Graph graph_;
+  // What submitted batches keep alive (upload staging), released once their ticket completes.
+  std::vector<std::pair<uint64_t, std::vector<std::shared_ptr<void>>>> inflight_;
+  uint64_t last_ticket_ = 0;
   Stats stats_;
   mutable std::recursive_mutex mu_;
 };

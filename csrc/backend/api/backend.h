@@ -48,10 +48,19 @@ class Backend {
   virtual void empty_cache() = 0;            // give cached, unused memory back to the driver
   virtual MemoryStats memory_stats() const = 0;
 
-  // Execution. supports() is asked per node before it is recorded; execute() runs the batch in
-  // order (each node sees the writes of the nodes before it) and returns when it has finished.
+  // Execution. supports() is asked per node before it is recorded. submit() records the batch
+  // and hands it to the GPU without waiting; batches run in submission order (each node sees the
+  // writes of every node before it). It returns a ticket; wait(ticket) blocks until that batch
+  // (and all before it) has finished; completed() is the last ticket known finished.
   virtual bool supports(const Node& n) const = 0;
-  virtual Result<void> execute(std::span<const Node> nodes) = 0;
+  virtual Result<uint64_t> submit(std::span<const Node> nodes) = 0;
+  virtual Result<void> wait(uint64_t ticket) = 0;
+  virtual uint64_t completed() = 0;
+  Result<void> execute(std::span<const Node> nodes) {  // submit and wait
+    auto t = submit(nodes);
+    if (!t.ok()) return t.error();
+    return wait(t.value());
+  }
   virtual uint64_t dispatches() const = 0;  // GPU dispatches + copies recorded since start
 };
 

@@ -1,5 +1,5 @@
 // The Backend interface on Vulkan: memory from Memory, nodes lowered to dispatches and recorded
-// into one reused command buffer, submitted and waited for.
+// into a command buffer per batch; up to kSlots batches in flight, each with its fence.
 #include <atomic>
 #include <cstring>
 #include <cstdio>
@@ -36,7 +36,8 @@ class VulkanBackend final : public Backend {
   ~VulkanBackend() override {
     const auto& fn = dev_->fn;
     fn.vkDeviceWaitIdle(dev_->dev);
-    if (fence_) fn.vkDestroyFence(dev_->dev, fence_, nullptr);
+    for (Slot& sl : slots_)
+      if (sl.fence) fn.vkDestroyFence(dev_->dev, sl.fence, nullptr);
     if (pool_) fn.vkDestroyCommandPool(dev_->dev, pool_, nullptr);
   }
 
@@ -51,9 +52,11 @@ class VulkanBackend final : public Backend {
     ai.commandPool = pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    VKML_TRY(check(fn.vkAllocateCommandBuffers(dev_->dev, &ai, &cmd_), "vkAllocateCommandBuffers", "init"));
-    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VKML_TRY(check(fn.vkCreateFence(dev_->dev, &fi, nullptr, &fence_), "vkCreateFence", "init"));
+    for (Slot& sl : slots_) {
+      VKML_TRY(check(fn.vkAllocateCommandBuffers(dev_->dev, &ai, &sl.cmd), "vkAllocateCommandBuffers", "init"));
+      VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      VKML_TRY(check(fn.vkCreateFence(dev_->dev, &fi, nullptr, &sl.fence), "vkCreateFence", "init"));
+    }
     return {};
   }
 
@@ -71,9 +74,12 @@ class VulkanBackend final : public Backend {
   }
   uint64_t dispatches() const override { return dispatches_.load(); }
 
-  Result<void> execute(std::span<const Node> nodes) override {
+  Result<uint64_t> submit(std::span<const Node> nodes) override {
     std::lock_guard<std::mutex> lk(exec_mu_);
     const auto& fn = dev_->fn;
+    Slot& sl = slots_[next_ % kSlots];
+    if (sl.ticket > done_) VKML_TRY(wait_slot(sl));  // the ring is full: the oldest must finish
+    cmd_ = sl.cmd;
     bool begun = false;
     uint64_t count = 0;
     for (const Node& n : nodes) {
@@ -84,6 +90,13 @@ class VulkanBackend final : public Backend {
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         VKML_TRY(check(fn.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer", op));
+        // Earlier submissions may still be running: order this batch after their writes (and
+        // after host writes into staging).
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        mb.srcAccessMask = kWrites | VK_ACCESS_HOST_WRITE_BIT;
+        mb.dstAccessMask = kAll;
+        fn.vkCmdPipelineBarrier(cmd_, kWork | VK_PIPELINE_STAGE_HOST_BIT, kWork, 0, 1, &mb, 0, nullptr, 0,
+                                nullptr);
         begun = true;
       }
       if (n.op == OpId::transfer) {
@@ -99,22 +112,51 @@ class VulkanBackend final : public Backend {
         }
       }
     }
-    if (!begun) return {};
+    if (!begun) return last_;  // nothing to run: done once the last submission is
     barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     const char* last = op_info(nodes.back().op).name;
     VKML_TRY(check(fn.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", last));
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd_;
-    VKML_TRY(check(fn.vkQueueSubmit(dev_->queue, 1, &si, fence_), "vkQueueSubmit", last));
-    VkResult w = fn.vkWaitForFences(dev_->dev, 1, &fence_, VK_TRUE, UINT64_MAX);
-    fn.vkResetFences(dev_->dev, 1, &fence_);
-    VKML_TRY(check(w, "vkWaitForFences", last));
+    VKML_TRY(check(fn.vkQueueSubmit(dev_->queue, 1, &si, sl.fence), "vkQueueSubmit", last));
+    sl.ticket = ++next_;
+    last_ = sl.ticket;
     dispatches_ += count;
+    return sl.ticket;
+  }
+
+  Result<void> wait(uint64_t ticket) override {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    for (uint64_t t = done_ + 1; t <= ticket && t <= last_; ++t)
+      for (Slot& sl : slots_)
+        if (sl.ticket == t) VKML_TRY(wait_slot(sl));
     return {};
   }
 
+  uint64_t completed() override {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    return done_;
+  }
+
  private:
+  static constexpr int kSlots = 3;  // submissions in flight at most
+  struct Slot {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+    uint64_t ticket = 0;  // 0: never submitted
+  };
+
+  // Waits for one slot's submission; submissions complete in order, so done_ advances to it.
+  Result<void> wait_slot(Slot& sl) {
+    if (sl.ticket <= done_) return {};
+    const auto& fn = dev_->fn;
+    VkResult w = fn.vkWaitForFences(dev_->dev, 1, &sl.fence, VK_TRUE, UINT64_MAX);
+    fn.vkResetFences(dev_->dev, 1, &sl.fence);
+    done_ = sl.ticket;
+    return check(w, "vkWaitForFences", "submission");
+  }
+
   static Result<void> check(VkResult r, const char* call, const char* op) {
     if (r == VK_SUCCESS) return {};
     return fail(Err::vulkan, std::string(call) + " failed: " + result_name(r) + " (op " + op + ")");
@@ -165,8 +207,9 @@ class VulkanBackend final : public Backend {
   Memory mem_;
   Pipelines pipes_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
-  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
+  Slot slots_[kSlots];
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // the one being recorded
+  uint64_t next_ = 0, last_ = 0, done_ = 0;  // tickets: last submitted, last known complete
   std::mutex exec_mu_;
   std::atomic<uint64_t> dispatches_{0};
 };
