@@ -1,7 +1,12 @@
 // Reductions: sum, mean, amax/amin (and full max/min), argmax/argmin.
 // The input is described kept-dims-first, then reduced dims, each group coalesced to <= 4 dims.
 #include <ATen/WrapDimUtils.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/amin.h>
+#include <ATen/ops/argmax.h>
+#include <ATen/ops/argmin.h>
 #include <ATen/ops/empty.h>
+#include <torch/library.h>
 
 #include <vector>
 
@@ -157,6 +162,42 @@ void reduce_kernel(OpId id, Call& c) {
                 c10::toString(odt), ", but got ", c10::toString(out.scalar_type()), " instead");
   }
   ret_result(c, result);
+}
+
+}  // namespace vkml::aten
+
+// max.dim / min.dim return (values, indices): the amax/amin and argmax/argmin rows, one node each
+// (same NaN and first-index rules, so the pair agrees with torch's single kernel).
+namespace vkml::aten {
+namespace {
+
+template <bool kMax>
+std::tuple<at::Tensor, at::Tensor> extreme_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  const char* name = kMax ? "max" : "min";
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(self.numel() > 0 || self.dim() == 0 || self.size(dim) > 0, name, "(): Expected reduction dim ",
+                    dim, " to have non-zero size.");
+  at::Tensor values = kMax ? at::amax(self, {dim}, keepdim) : at::amin(self, {dim}, keepdim);
+  at::Tensor indices = kMax ? at::argmax(self, dim, keepdim) : at::argmin(self, dim, keepdim);
+  return {values, indices};
+}
+
+template <bool kMax>
+std::tuple<at::Tensor&, at::Tensor&> extreme_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
+                                                     at::Tensor& values, at::Tensor& indices) {
+  auto [v, i] = extreme_dim<kMax>(self, dim, keepdim);
+  values.resize_(v.sizes()).copy_(v);
+  indices.resize_(i.sizes()).copy_(i);
+  return {values, indices};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max.dim", TORCH_FN(extreme_dim<true>));
+  m.impl("min.dim", TORCH_FN(extreme_dim<false>));
+  m.impl("max.dim_max", TORCH_FN(extreme_dim_out<true>));
+  m.impl("min.dim_min", TORCH_FN(extreme_dim_out<false>));
 }
 
 }  // namespace vkml::aten
