@@ -97,8 +97,51 @@ def _gemm_scale(a, b, c=None, alpha=1, beta=1):
     return s, a.shape[-1]
 
 
+def _addmv_scale(a, alpha, beta):
+    c, m, v = a
+    if m.shape[1] == 0:  # torch's CPU: k = 0 gives zeros (m,) for beta 0, else beta * self in self's shape
+        return (c.double().abs() * abs(beta) if beta != 0 else torch.zeros(m.shape[0], dtype=torch.float64)), 1
+    return _gemm_scale(m, v, c, alpha, beta)
+
+
+def gen_gemv(row, overload, dtype, rng, special):
+    """addmv and dot: the gemm node with [K] operands viewed as matrices."""
+    name = row["name"]
+    r = lambda shape: rand(shape, dtype, rng)  # noqa: E731
+    if special:
+        v = special_values(dtype, with_max=False)
+        vecs = [("special values . ones", In(v), In(torch.ones_like(v)))]
+    else:
+        vecs = [("k=4", In(r((4,))), In(r((4,)))),
+                ("stepped k=5", In(r((10,)), lambda t: t[::2]), In(r((15,)), lambda t: t[::3])),
+                ("k=0", In(r((0,))), In(r((0,)))),
+                ("k=300", In(r((300,))), In(r((300,))))]
+    cases = []
+    for desc, x, y in vecs:
+        k = x.cpu().shape[0]
+        if name == "dot":
+            cases.append(wrap_call(overload, [x, y], desc, [dtype], lambda a: [_gemm_scale(a[0], a[1])]))
+            continue
+        mats = [("mat (3,k)", In(r((3, k)))), ("mat transposed (k,3).t()", In(r((k, 3)), lambda t: t.t()))]
+        if special:
+            mats = [("mat of the special values", In(torch.stack([x.cpu(), y.cpu()])))]
+        for mdesc, m in mats:
+            rows = m.cpu().shape[0]
+            cs = [("c (m,)", In(r((rows,))))]
+            if not is_inplace(overload):
+                cs.append(("c () broadcast", In(r(()))))
+            for cdesc, c in cs:
+                for beta, alpha in ((1, 1), (0.5, 2), (0, 1)):
+                    cases.append(wrap_call(overload, [c, m, y], f"{desc}, {mdesc}, {cdesc}, beta={beta} alpha={alpha}",
+                                           [dtype], lambda a, al=alpha, be=beta: [_addmv_scale(a, al, be)],
+                                           kwargs={"beta": beta, "alpha": alpha}))
+    return cases
+
+
 def gen_gemm(row, overload, dtype, rng, special):
     name = row["name"]
+    if name in ("addmv", "dot"):
+        return gen_gemv(row, overload, dtype, rng, special)
     r = lambda shape: rand(shape, dtype, rng)  # noqa: E731
     if special:
         v = special_values(dtype, with_max=False)
