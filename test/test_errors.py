@@ -77,3 +77,31 @@ def test_out_of_memory_recovers():
     assert_exact((a * 2 + 1).cpu(), torch.arange(1000, dtype=torch.float32) * 2 + 1)
     big = torch.ones(1 << 22, device=DEV)  # 16 MiB still allocates after the failure
     assert_exact((big[-1000:] * 3).cpu(), torch.full((1000,), 3.0))
+
+
+def test_memory_pressure_releases_the_cache_and_retries():
+    """Fill the heap with blocks, free them (they stay cached), then ask for a block larger than
+    any cached one: it only fits because an allocation failure flushes, empties the cache and
+    tries again."""
+    props = torch.vkml.get_device_properties()
+    heap, max_alloc = props.total_memory, props.max_allocation
+    if heap > 8 << 30:
+        pytest.skip(f"fills the whole device heap; {heap >> 30} GiB is more than this test should hold (<= 8 GiB)")
+    a = int(0.9 * min(max_alloc, heap // 2)) // 4096 * 4096
+    torch.vkml.synchronize()
+    torch.vkml.empty_cache()
+    blocks = []
+    while sum(b.numel() for b in blocks) < heap - a:
+        blocks.append(torch.empty(a, dtype=torch.uint8, device=DEV))
+        blocks[-1][:8].fill_(7)
+    cached = sum(b.numel() for b in blocks)
+    del blocks
+    assert torch.vkml.memory_reserved() >= cached  # freed into the cache, still reserved
+    b = a + a // 20  # larger than every cached block, and cached + b > heap
+    assert cached + b > heap
+    y = torch.empty(b, dtype=torch.uint8, device=DEV)
+    y[-8:].fill_(5)
+    assert y[-8:].cpu().tolist() == [5] * 8
+    assert torch.vkml.memory_reserved() <= heap
+    del y
+    torch.vkml.empty_cache()
