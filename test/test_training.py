@@ -1,4 +1,5 @@
-"""Training on vkml: autograd gradients per op against the CPU, and three SGD steps of an MLP."""
+"""Training on vkml: autograd gradients per op against the CPU, and three steps of an MLP with SGD,
+Adam and AdamW."""
 import contextlib
 import copy
 
@@ -85,9 +86,16 @@ def _mlp():
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
 
 
-def _train(model, x, t, steps, dev, check):
+OPTIMIZERS = {
+    "sgd": lambda ps: torch.optim.SGD(ps, lr=0.1),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=0.01),  # lerp_, addcmul_, addcdiv_ (aten/composite.cpp)
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1),
+}
+
+
+def _train(model, x, t, steps, dev, check, optimizer="sgd"):
     model = model.to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt = OPTIMIZERS[optimizer](model.parameters())
     losses = []
     for _ in range(steps):
         with (check_mode() if check else contextlib.nullcontext()):
@@ -99,8 +107,9 @@ def _train(model, x, t, steps, dev, check):
     return {k: v.detach().cpu() for k, v in model.state_dict().items()}, losses
 
 
+@pytest.mark.parametrize("optimizer", list(OPTIMIZERS))
 @pytest.mark.parametrize("check", [False, True], ids=["lazy", "check"])
-def test_mlp_three_sgd_steps(check):
+def test_mlp_three_steps(check, optimizer):
     """vkml float32 training must be as accurate as torch CPU float32 training.
 
     Both are compared with the same training in float64 (the reference): vkml's worst parameter
@@ -111,9 +120,9 @@ def test_mlp_three_sgd_steps(check):
     x = torch.randn(10, 8, generator=torch.Generator().manual_seed(1))
     t = torch.randint(0, 4, (10,), generator=torch.Generator().manual_seed(2))
     base = _mlp()
-    p64, l64 = _train(copy.deepcopy(base).double(), x.double(), t, 3, "cpu", False)
-    pc, lc = _train(copy.deepcopy(base), x, t, 3, "cpu", False)
-    pv, lv = _train(copy.deepcopy(base), x, t, 3, DEV, check)
+    p64, l64 = _train(copy.deepcopy(base).double(), x.double(), t, 3, "cpu", False, optimizer)
+    pc, lc = _train(copy.deepcopy(base), x, t, 3, "cpu", False, optimizer)
+    pv, lv = _train(copy.deepcopy(base), x, t, 3, DEV, check, optimizer)
     eps = torch.finfo(torch.float32).eps
     for k in p64:
         assert pv[k].dtype == torch.float32

@@ -1,0 +1,75 @@
+"""lerp, addcmul, addcdiv: composed of table rows (csrc/aten/composite.cpp), each node checked by
+the oracle in check mode; against torch CPU within a stated bound.
+
+Bound: the composite rounds after each of its k steps (k = 3) in the output dtype, where torch
+rounds in its opmath type (float for float16/bfloat16) and may fuse a multiply-add. Each rounding
+errs by at most eps/2 of the magnitude it rounds, and every intermediate is bounded by
+M = |self| + |v * t1 * t2| (|end| + |self| for lerp), so |vkml - cpu| <= k * eps(dtype) * M.
+"""
+import pytest
+import torch
+
+from helpers import DEV, assert_exact, check_mode
+
+K = 3
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def _inputs(dtype, shape=(4, 5)):
+    g = torch.Generator().manual_seed(0)
+    s, a, b = (torch.randn(shape, generator=g).to(dtype) for _ in range(3))
+    b = b.abs() + 0.5  # a divisor away from 0
+    return s, a, b
+
+
+def _assert_within(got, ref, mag, dtype, what):
+    eps = torch.finfo(dtype).eps
+    d = (got.double() - ref.double()).abs()
+    allowed = K * eps * mag.double()
+    assert bool((d <= allowed).all()), f"{what}: worst {d.max().item():.3e}, allowed {allowed.max().item():.3e}"
+
+
+CASES = {
+    "addcmul": (lambda s, a, b: torch.addcmul(s, a, b, value=0.7), lambda s, a, b: s.abs() + 0.7 * (a * b).abs()),
+    "addcdiv": (lambda s, a, b: torch.addcdiv(s, a, b, value=-1.3), lambda s, a, b: s.abs() + 1.3 * (a / b).abs()),
+    "lerp small weight": (lambda s, a, b: torch.lerp(s, a, 0.1), lambda s, a, b: s.abs() + a.abs()),
+    "lerp large weight": (lambda s, a, b: torch.lerp(s, a, 0.9), lambda s, a, b: s.abs() + a.abs()),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d).split(".")[-1] for d in DTYPES])
+@pytest.mark.parametrize("name", list(CASES))
+def test_against_cpu_and_oracle(name, dtype):
+    f, mag = CASES[name]
+    s, a, b = _inputs(dtype)
+    ref = f(s, a, b)
+    m = mag(s.double(), a.double(), b.double())
+    with check_mode():
+        got = f(s.to(DEV), a.to(DEV), b.to(DEV)).cpu()
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    _assert_within(got, ref, m, dtype, name)
+    # broadcast second operand, non-contiguous self
+    sb = s.t().contiguous().t()
+    got_b = f(sb.to(DEV), a[:1].to(DEV), b.to(DEV)).cpu()
+    _assert_within(got_b, f(sb, a[:1], b), mag(sb.double(), a[:1].double(), b.double()), dtype, name + " broadcast")
+
+
+def test_inplace_and_out_variants():
+    s, a, b = _inputs(torch.float32)
+    for fn, args in [("addcmul", (a, b)), ("addcdiv", (a, b)), ("lerp", (a, 0.3))]:
+        want = getattr(torch, fn)(s, *args)
+        sv = s.to(DEV)
+        r = getattr(sv, fn + "_")(*[x.to(DEV) if isinstance(x, torch.Tensor) else x for x in args])
+        assert r is sv
+        _assert_within(sv.cpu(), want, s.abs() + 10, torch.float32, fn + "_")
+        out = torch.empty(0, device=DEV)
+        getattr(torch, fn)(s.to(DEV), *[x.to(DEV) if isinstance(x, torch.Tensor) else x for x in args], out=out)
+        assert_exact(out.cpu(), sv.cpu(), what=fn + " out= equals in-place")
+
+
+def test_integer_addcdiv_raises_like_cpu():
+    i = torch.ones(3, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        torch.addcdiv(i, i, i)
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        torch.addcdiv(i.to(DEV), i.to(DEV), i.to(DEV))
