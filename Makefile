@@ -109,8 +109,8 @@ names = [i["metadata"]["name"] + "==" + i["metadata"]["version"] for i in items]
 cuda = [n for n in names if n.lower().startswith(("nvidia-", "triton", "cuda-"))]
 if cuda:
     sys.exit("setup: refusing: pip would install a CUDA torch (" + ", ".join(cuda[:4]) + ", ...).\n"
-             "  Install a CPU torch 2.11-2.14 into $(VENV) yourself, e.g. pip install torch==2.13.0 "
-             "--index-url https://download.pytorch.org/whl/cpu, then rerun make.")
+             "  Install a CPU build of torch 2.11-2.14 into $(VENV) yourself (from PyTorch's CPU wheel "
+             "index), then rerun make.")
 print("setup: installing " + ", ".join(n for n in names if n.startswith("torch==")))
 endef
 export PY_NEED PY_NO_CUDA
