@@ -39,31 +39,20 @@ template <class T> T ew_abs(T a, T, T) {
 }
 // relu = clamp_min(x, 0): keeps NaN and -0.0 (std::max(a, 0) returns a unless a < 0).
 template <class T> T ew_relu(T a, T, T) { return a < T(0) ? T(0) : a; }
-template <class T> T ew_ceil(T a, T, T) {
+// Rounding and float-only ops: on integers the identity (ceil/floor, as torch), or never reached
+// (aten promotes integers to float; the int64 instantiation only has to compile).
+template <class T, class F> T float_fn(T a, F f) {
   if constexpr (is_int_v<T>) return a;
-  else return std::ceil(a);
+  else return f(a);
 }
-template <class T> T ew_floor(T a, T, T) {
-  if constexpr (is_int_v<T>) return a;
-  else return std::floor(a);
-}
-// Float-only ops (ints are promoted by aten; the int64 instantiation only has to compile).
-template <class T> T ew_exp(T a, T, T) {
-  if constexpr (is_int_v<T>) return a;
-  else return std::exp(a);
-}
-template <class T> T ew_log(T a, T, T) {
-  if constexpr (is_int_v<T>) return a;
-  else return std::log(a);
-}
-template <class T> T ew_sqrt(T a, T, T) {
-  if constexpr (is_int_v<T>) return a;
-  else return std::sqrt(a);
-}
+template <class T> T ew_ceil(T a, T, T) { return float_fn(a, [](T x) { return std::ceil(x); }); }
+template <class T> T ew_floor(T a, T, T) { return float_fn(a, [](T x) { return std::floor(x); }); }
+template <class T> T ew_exp(T a, T, T) { return float_fn(a, [](T x) { return std::exp(x); }); }
+template <class T> T ew_log(T a, T, T) { return float_fn(a, [](T x) { return std::log(x); }); }
+template <class T> T ew_sqrt(T a, T, T) { return float_fn(a, [](T x) { return std::sqrt(x); }); }
 // PyTorch's CPU formula, so results agree where exp over/underflows.
 template <class T> T ew_sigmoid(T a, T, T) {
-  if constexpr (is_int_v<T>) return a;
-  else return T(1) / (T(1) + std::exp(-a));
+  return float_fn(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
 }
 // a + alpha * b in the compute type, unfused (torch's scalar path); sub is add with -alpha.
 template <class T> T ew_add(T a, T b, T s) { return wrap_add(a, wrap_mul(s, b)); }
