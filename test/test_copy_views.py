@@ -206,3 +206,14 @@ def test_print_repr(name, capsys):
     assert str(v) == want
     print(v)
     assert capsys.readouterr().out == want + "\n"
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.int64, torch.bool, torch.float16])
+def test_nonzero_matches_cpu(dt):
+    """nonzero's output size depends on the data: read back once, indices from the host (exact)."""
+    x = (torch.arange(24).reshape(2, 3, 4) % 5 - 2).to(dt)
+    x_t = x.transpose(0, 2)
+    for t in (x, x_t, x[:, :0], x.flatten()[3]):
+        got = torch.nonzero(t.to(DEV))
+        assert got.device.type == "vkml"
+        assert_exact(got.cpu(), torch.nonzero(t), what=f"nonzero of {tuple(t.shape)}")

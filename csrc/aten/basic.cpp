@@ -7,6 +7,7 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/masked_select.h>
+#include <ATen/ops/nonzero.h>
 #include <ATen/ops/view_native.h>
 #include <c10/util/Half.h>
 #include <c10/util/BFloat16.h>
@@ -212,6 +213,10 @@ at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   return at::masked_select(s->cpu(), m->cpu()).to(self.device());
 }
 
+// nonzero: the output size depends on the data, so it is read back (one synchronisation) and the
+// indices computed on the host and uploaded, as masked_select does.
+at::Tensor nonzero(const at::Tensor& self) { return at::nonzero(self.cpu()).to(self.device()); }
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
   TORCH_CHECK_NOT_IMPLEMENTED(env().cpu_fallback, "vkml: ", name,
@@ -245,6 +250,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
   m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("cat", TORCH_FN(cat));
+  m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("cat.out", TORCH_FN(cat_out));
 }
 
