@@ -31,7 +31,7 @@ def median_of(repeats, fn):
 # ---- (a) and (b): tiny ops ------------------------------------------------------------------------
 def tiny_record(dev, n, repeats, stat):
     """(us per op while recording, us for the one synchronize after the loop,
-    (nodes, submits) of the last loop as counted by stat(key))."""
+    (nodes, submits, submit_us, wait_us) of the last loop as counted by stat(key))."""
     sync = sync_fn(dev)
     a, b = torch.ones(4, device=dev), torch.ones(4, device=dev)
     for _ in range(100):
@@ -39,7 +39,8 @@ def tiny_record(dev, n, repeats, stat):
     sync()
     rec, fin = [], []
     for _ in range(repeats):
-        counts = (stat("nodes"), stat("submits"))
+        keys = ("nodes", "submits", "submit_us", "wait_us")
+        counts = [stat(k) for k in keys]
         t0 = time.perf_counter()
         for _ in range(n):
             c = a + b
@@ -48,7 +49,7 @@ def tiny_record(dev, n, repeats, stat):
         t2 = time.perf_counter()
         rec.append((t1 - t0) / n * 1e6)
         fin.append((t2 - t1) * 1e6)
-        counts = (stat("nodes") - counts[0], stat("submits") - counts[1])
+        counts = [stat(k) - c for k, c in zip(keys, counts)]
     del c
     return statistics.median(rec), statistics.median(fin), counts
 

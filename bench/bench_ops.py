@@ -114,6 +114,9 @@ def run_cases(devs, cases, pick, args):
             res[d.type], fin[d.type], counts = tiny_record(d, n, args.repeats, stat)
             if d.type == "vkml":
                 notes.append(f"vkml: {counts[0]} nodes recorded, {counts[1]} submit(s) for a loop of {n} ops")
+                notes.append(f"vkml: of the synchronize, {counts[2]:,.0f} us building the batch "
+                             f"({counts[2] / max(counts[0], 1):.2f} us/node: lowering, command recording), "
+                             f"{counts[3]:,.0f} us waiting for the GPU")
         rows.append((f"(a) record c = a + b, 4 elements x {n}", "us/op", "lower", res, notes, set()))
         rows.append(("    then one synchronize", "us", "lower",
                      {k: v for k, v in fin.items() if k != "cpu"}, [], set()))

@@ -14,6 +14,8 @@ python3 -m pytest test -q -p no:cacheprovider > "$OUT/test_plain.log" 2>&1
 echo "plain: $(tail -1 "$OUT/test_plain.log")"
 VKML_CHECK=1 VKML_MIN_SPEC=1 python3 -m pytest test -q -p no:cacheprovider > "$OUT/test_check.log" 2>&1
 echo "check+min-spec: $(tail -1 "$OUT/test_check.log")"
-grep -E "^FAILED" "$OUT/test_plain.log" | head -40
+grep -E "^FAILED" "$OUT/test_plain.log" | head -60
+echo "--- check-pass failures not in plain:"
+comm -13 <(grep -E "^FAILED" "$OUT/test_plain.log" | sort) <(grep -E "^FAILED" "$OUT/test_check.log" | sort) | head -20
 python3 -m vkml_torch.demo 2>&1 | tail -3
-timeout 200 python3 bench/bench_ops.py 2>&1 | tee "$OUT/bench.log" | tail -30
+timeout 150 python3 bench/bench_ops.py 2>&1 | tee "$OUT/bench.log" | tail -30

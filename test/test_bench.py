@@ -66,7 +66,8 @@ def test_bench_script_mlp_subprocess_end_to_end():
     assert row[0].count("[1]") == 1 + torch.cuda.is_available() and " - " not in row[0], row[0]
     cpu_cell = row[0].split("[1]")[0].split()[-1]
     assert float(cpu_cell.replace(",", "")) > 0, row[0]
-    assert "cpu: timed in a child process [1]" in p.stdout
+    child = "cpu, cuda" if torch.cuda.is_available() else "cpu"
+    assert f"      {child}: timed in a child process [1]" in p.stdout, p.stdout
     assert "[1] timed in a child process started with TORCH_DEVICE_BACKEND_AUTOLOAD=0" in p.stdout
     assert "#161129" in p.stdout
 

@@ -7,13 +7,15 @@ the same exception type on vkml. Parameters come from op_table(), so a new row i
 for want of a generator) without editing this file.
 """
 import contextlib
+import math
 import zlib
 
 import pytest
 import torch
 import vkml_torch
 
-from helpers import DEV, NARROW, assert_close_row, assert_exact, check_mode, dtype_of, resolve, stats
+from helpers import DEV, NARROW, assert_close_row, assert_exact, check_mode, dtype_of, flush_subnormals, flushes
+from helpers import resolve, stats, tiny_of
 from helpers import row as table_row
 from generators import GENERATORS
 from op_cases import Case, In, is_inplace, out_names
@@ -164,6 +166,34 @@ def assert_either(row, got, refs, what):
     raise AssertionError(f"{row['name']} {what} matches neither reference: " + "; ".join(errors))
 
 
+def _flushed(case):
+    """The case with every subnormal input (tensor or scalar) flushed as the device reads it."""
+    dts = [a.base.dtype for a in case.args if isinstance(a, In)]
+    args = []
+    for a in case.args:
+        if isinstance(a, In):
+            a = In(flush_subnormals(a.base), a.view, a.keep_cpu)
+        elif isinstance(a, float) and dts and flushes(dts[0]) and 0 < abs(a) < tiny_of(dts[0]):
+            a = math.copysign(0.0, a)
+        args.append(a)
+    return Case(case.desc, args, case.kwargs, case.outs, case.scale)
+
+
+def flush_refs(row, overload, case, ref):
+    """On a device that flushes subnormals (NVIDIA does for float32; see docs/architecture.md,
+    "Subnormals"), [(reference computed from flushed inputs, smallest normal)] per output, else
+    [None]*len(ref). Vulkan lets arithmetic flush any subnormal input or result to zero unless the
+    shader asks to preserve them, which such devices cannot; results must then match either the
+    reference or this one, with values below the smallest normal read as zero."""
+    if not any(r.dtype.is_floating_point and flushes(r.dtype) for r in ref) and not any(
+            isinstance(a, In) and flushes(a.base.dtype) for a in case.args):
+        return [None] * len(ref)
+    fcase = _flushed(case)
+    alt, alt_base = _invoke(resolve(overload), overload, fcase, "cpu")
+    alt, _ = _narrow_ref(row, overload, fcase, alt, alt_base)
+    return [(a, tiny_of(a.dtype)) if a.dtype.is_floating_point else (a, 0.0) for a in alt]
+
+
 def run_case(row, overload, case):
     op = resolve(overload)
     cpu_args, _, _, _ = _materialize(case, "cpu")
@@ -181,6 +211,7 @@ def run_case(row, overload, case):
             assert type(e2) is type(e), f"CPU raised {type(e).__name__}: {e}; vkml raised {type(e2).__name__}: {e2}"
             return False
         raise AssertionError(f"CPU raised {type(e).__name__} ({str(e).splitlines()[0]}); vkml did not")
+    alts = flush_refs(row, overload, case, ref)
     if scalar_rounding_ambiguous(row, case):
         either = scalar_refs(overload, case)
         for i, r in enumerate(ref):  # torch CPU must itself be one of the two, or the reasoning is stale
@@ -197,7 +228,7 @@ def run_case(row, overload, case):
             if either is not None:
                 assert_either(row, gc, either[i], what=f"{mode} result {i}")
             else:
-                assert_close_row(row, gc, r, sc, n, what=f"{mode} result {i}")
+                assert_close_row(row, gc, r, sc, n, what=f"{mode} result {i}", alt=alts[i])
         assert len(got) == len(ref)
         if ref_base is not None:
             _untouched(got_base[0], ref_base[0], ref_base[1], f"{mode}: in-place base outside the view")
@@ -296,3 +327,37 @@ def test_mul_scalar_either_still_rejects(dtype):
     assert not scalar_rounding_ambiguous(table_row("add"), case)
     assert not scalar_rounding_ambiguous(r, Case("t", [In(x), In(x.float())]))
     assert not scalar_rounding_ambiguous(r, Case("f32", [In(x.float()), 0.1]))
+
+
+def test_flush_alternative_stays_strict():
+    """The second reference for flushing devices (flush_refs) accepts a subnormal read as zero and
+    nothing else: not a wrong normal value, not a NaN, not the wrong sign of an unflushed zero."""
+    r = table_row("abs")
+    x = torch.tensor([1e-39, -1e-39, 1.5, -0.0, 3e-39], dtype=torch.float32)
+    ref = x.abs()
+    alt = (torch.where(x.abs() < 2**-126, x * 0, x).abs(), torch.finfo(torch.float32).smallest_normal)
+    flushed = torch.tensor([0.0, 0.0, 1.5, 0.0, 0.0])  # subnormal results read as zero
+    assert_close_row(r, flushed, ref, alt=alt)
+    assert_close_row(r, ref, ref, alt=alt)
+    with pytest.raises(AssertionError, match="not bitwise equal"):
+        assert_close_row(r, flushed, ref)  # without the alternative the flush is a mismatch
+    for bad in ([0.0, 0.0, 1.5000001, 0.0, 0.0], [0.0, 0.0, 1.5, -0.0, 0.0], [0.0, float("nan"), 1.5, 0.0, 0.0]):
+        with pytest.raises(AssertionError):
+            assert_close_row(r, torch.tensor(bad), ref, alt=alt)
+    s = table_row("sum")  # backward-error kind: a normal result stays within the bound
+    with pytest.raises(AssertionError, match="outside"):
+        assert_close_row(s, torch.tensor([1.0]), torch.tensor([1.001]), scale=1.0, n=1,
+                         alt=(torch.tensor([1.001]), 2**-126))
+
+
+def test_flush_probe_matches_the_device():
+    """flushes_subnormals() says what x * 1 does to float32 (and float64) subnormals on this device."""
+    for dt in (torch.float32, torch.float64):
+        x = torch.tensor([2**-149, -(2**-149), 2**-127, 1.0], dtype=torch.float64).to(dt)
+        if dt == torch.float64:
+            x = torch.tensor([5e-324, -5e-324, 2**-1023, 1.0], dtype=torch.float64)
+        y = (x.to(DEV) * 1.0).cpu()
+        if vkml_torch.flushes_subnormals(dt):
+            assert_exact(y, x * (x.abs() >= torch.finfo(dt).smallest_normal))
+        else:
+            assert_exact(y, x)

@@ -18,7 +18,7 @@ from . import _C  # noqa: E402
 from . import _device  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "set_mutation"]
+           "set_eager", "set_mutation", "flushes_subnormals"]
 
 _registered = False
 
@@ -52,8 +52,20 @@ def best_device():
 
 
 def stats():
-    """Counters since process start: nodes, dispatches, submits, flushes, pending, checked."""
+    """Counters since process start: nodes, dispatches, submits, flushes, pending, checked, and
+    submit_us / wait_us: host time spent building and submitting batches (lowering each node,
+    recording commands) and waiting for them to finish."""
     return _C.stats()
+
+
+def flushes_subnormals(dtype=torch.float32):
+    """Whether the device's arithmetic in `dtype`'s compute type (float32 for float32, float16 and
+    bfloat16; float64) flushes subnormal inputs and results to zero. Vulkan allows this unless a
+    shader asks to preserve them; NVIDIA's driver flushes float32. Probed once by running x * 1 on
+    subnormals (one small submit). See docs/architecture.md, "Subnormals"."""
+    if not dtype.is_floating_point:
+        return False
+    return _C.flushes_subnormals(dtype == torch.float64)
 
 
 set_check = _C.set_check

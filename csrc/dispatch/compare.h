@@ -18,8 +18,11 @@ struct Mismatch {
 // got/ref hold the bytes of desc's region (desc.addr is ignored; offsets are relative to it).
 // scale: per element of desc in row-major order (backward-error kinds), may be empty otherwise.
 // n: the reduction length behind each element (bounds grow with log2(n)+1).
+// alt (may be null): a second reference, computed from the inputs with subnormals flushed to zero,
+// for devices that flush. An element passes if it matches ref, or matches alt with every value
+// below the compute type's smallest normal read as zero of either sign.
 Mismatch compare(const TensorDesc& desc, const uint8_t* got, const uint8_t* ref, const Tol& tol,
-                 Compute compute, const std::vector<double>& scale, int64_t n);
+                 Compute compute, const std::vector<double>& scale, int64_t n, const uint8_t* alt = nullptr);
 
 std::string describe(const TensorDesc& d);  // "float32[3, 4] strides [4, 1]"
 

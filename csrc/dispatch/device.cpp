@@ -1,5 +1,6 @@
 #include "dispatch/device.h"
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,11 @@
 
 namespace vkml {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+uint64_t ns_since(Clock::time_point t0) {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+}
 
 constexpr size_t kMaxStagedBytes = size_t(256) << 20;  // flush when pending uploads hold this much
 
@@ -125,22 +131,31 @@ Result<void> Device::flush() {
 
 Result<void> Device::flush_locked(bool wait) {
   if (graph_.empty()) {
-    if (wait && last_ticket_) VKML_TRY(backend_->wait(last_ticket_));
+    if (wait && last_ticket_) VKML_TRY(timed_wait(last_ticket_));
     release_completed();
     return {};
   }
   ++stats_.flushes;
   ++stats_.submits;
+  const auto t0 = Clock::now();
   auto t = backend_->submit(graph_.nodes);
+  stats_.submit_ns += ns_since(t0);
   if (t.ok()) {
     last_ticket_ = t.value();
     inflight_.emplace_back(last_ticket_, std::move(graph_.keepalive));
   }
   graph_.clear();  // also on error: the batch is gone either way, and its staging must be freed
   if (!t.ok()) return t.error();
-  if (wait) VKML_TRY(backend_->wait(last_ticket_));
+  if (wait) VKML_TRY(timed_wait(last_ticket_));
   release_completed();
   return {};
+}
+
+Result<void> Device::timed_wait(uint64_t ticket) {
+  const auto t0 = Clock::now();
+  auto r = backend_->wait(ticket);
+  stats_.wait_ns += ns_since(t0);
+  return r;
 }
 
 void Device::release_completed() {

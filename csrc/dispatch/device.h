@@ -22,6 +22,8 @@ struct Stats {
   uint64_t flushes = 0;     // flushes that had work
   uint64_t pending = 0;     // nodes recorded and not yet submitted
   uint64_t checked = 0;     // nodes verified against the oracle
+  uint64_t submit_ns = 0;   // host time building and submitting batches (lowering, command recording)
+  uint64_t wait_ns = 0;     // host time waiting for submitted batches to finish
 };
 
 class Device {
@@ -52,13 +54,20 @@ class Device {
 
   Stats stats();
 
+  // Whether float arithmetic in the compute type flushes subnormal inputs and results to zero.
+  // Vulkan allows it unless a shader declares DenormPreserve, and e.g. NVIDIA does it for f32.
+  // Probed once, on first call, by running x * 1 on subnormals (dispatch/probe.cpp).
+  bool flushes_denormals(Compute c);
+
  Device(std::unique_ptr<Backend> b, int index) : backend_(std::move(b)), index_(index) {}  // use get()
 
  private:
   // Submits the pending graph; with wait, also waits for it (and for everything before it).
   Result<void> flush_locked(bool wait = true);
   void release_completed();
+  Result<void> timed_wait(uint64_t ticket);
   Result<void> run_checked(const Node& n);  // check mode: dispatch/check.cpp
+  Result<bool> probe_flush(Compute c);       // dispatch/probe.cpp
   Result<void> download_locked(uint64_t src, void* dst, size_t bytes);
   Result<Block> staging_locked(size_t bytes);
 
@@ -69,6 +78,7 @@ class Device {
   std::vector<std::pair<uint64_t, std::vector<std::shared_ptr<void>>>> inflight_;
   uint64_t last_ticket_ = 0;
   Stats stats_;
+  int8_t flushes_[2] = {-1, -1};  // per Compute f32/f64: -1 not probed yet, 0 no, 1 yes
   mutable std::recursive_mutex mu_;
 };
 

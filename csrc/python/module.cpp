@@ -139,6 +139,8 @@ PYBIND11_MODULE(_C, m) {
     r["flushes"] = s.flushes;
     r["pending"] = s.pending;
     r["checked"] = s.checked;
+    r["submit_us"] = double(s.submit_ns) / 1e3;
+    r["wait_us"] = double(s.wait_ns) / 1e3;
     return r;
   });
   m.def("memory_stats", [] {
@@ -151,6 +153,11 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("empty_cache", [] {
     if (Device* d = dev()) d->empty_cache();
+  });
+  m.def("flushes_subnormals", [](bool f64) {
+    Device& d = need();
+    py::gil_scoped_release nogil;
+    return d.flushes_denormals(f64 ? Compute::f64 : Compute::f32);
   });
   m.def("set_check", [](bool on) {
     if (Device* d = dev()) raise_if(d->flush());
