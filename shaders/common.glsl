@@ -269,6 +269,15 @@ T div_ieee(T a, T b) {
   if (is_nan(a) || is_nan(b)) return nan_T();
   if (b == T(0)) return a == T(0) ? nan_T() : ((sign_bit(a) != sign_bit(b)) ? -inf_T() : inf_T());
   if (is_inf(b)) return is_inf(a) ? nan_T() : ((sign_bit(a) != sign_bit(b)) ? -T(0) : T(0));
+  // Vulkan's 2.5 ulp for a / b holds only for |b| up to 2^126 (2^1022 for f64): a device may
+  // compute a * (1 / b), and beyond that 1 / b is subnormal, which NVIDIA flushes to zero
+  // (inf / 3e38 came out NaN there). Dividing by b / 4, then scaling by 1/4, rounds once (the
+  // scaling is exact unless the quotient is subnormal).
+#if defined(CT_F64)
+  if (abs(b) > ldexp(T(1), 1022)) return (a / (b * T(0.25))) * T(0.25);
+#else
+  if (abs(b) > ldexp(T(1), 126)) return (a / (b * T(0.25))) * T(0.25);
+#endif
   return a / b;
 }
 #if defined(CT_F32)

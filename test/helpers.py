@@ -86,15 +86,17 @@ def _worst(mask, score, got, ref, allowed=None):
     return f"{int(mask.sum())} of {ref.numel()} elements differ; worst at {idx}: got {g!r}, expected {r!r}{extra}"
 
 
-def _judge(row, got, ref, scale, n, tiny=0.0):
+def _judge(row, got, ref, scale, n, tiny=0.0, moved=None):
     """(bad mask, score, allowed or None, what failed) of `got` against one reference.
 
     tiny > 0: values below it in magnitude (the compute type's subnormals) may have been flushed,
-    so on both sides they read as zero, of either sign (see flush_refs)."""
+    so on both sides they read as zero, of either sign (see flush_refs); so does a zero where
+    `moved` (the element depends on a subnormal input: flushing changed the reference), since the
+    sign of a zero is then as open as in max(-0, +0)."""
     kind, bound = row["tol_kind"], float(row["tol_bound"])
     if tiny:
         sub = lambda t: (t != 0) & (t.abs() < tiny)  # noqa: E731
-        flushed = sub(got) | sub(ref)
+        flushed = sub(got) | sub(ref) | moved
         got = torch.where(sub(got), torch.zeros_like(got), got)
         ref = torch.where(sub(ref), torch.zeros_like(ref), ref)
     if kind == "exact" or not ref.dtype.is_floating_point:
@@ -147,7 +149,8 @@ def assert_close_row(row, got, ref, scale=None, n=1, what="result", alt=None):
     Non-finite values must agree exactly: NaN where ref is NaN, the same infinity where ref is one.
     alt: (reference from subnormal-flushed inputs, smallest normal) from flush_refs, on a device
     that flushes subnormals: an element that misses `ref` passes if it matches alt's reference with
-    values below the smallest normal read as zero on both sides.
+    values below the smallest normal read as zero on both sides, and zeros of either sign matching
+    where the two references differ.
     """
     assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype}, expected {ref.dtype}"
     assert tuple(got.shape) == tuple(ref.shape), f"{what}: shape {tuple(got.shape)}, expected {tuple(ref.shape)}"
@@ -158,7 +161,8 @@ def assert_close_row(row, got, ref, scale=None, n=1, what="result", alt=None):
     bad, score, allowed, msg = _judge(row, got, ref, scale, n)
     if bad.any() and alt is not None:
         alt_ref, tiny = alt
-        bad &= _judge(row, got, alt_ref.detach(), scale, n, tiny)[0]
+        moved = _bits(alt_ref.detach()) != _bits(ref)
+        bad &= _judge(row, got, alt_ref.detach(), scale, n, tiny, moved)[0]
     if bad.any():
         raise AssertionError(f"{row['name']} {what} {msg}: " + _worst(bad, score, got, ref, allowed))
 

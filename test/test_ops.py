@@ -344,6 +344,14 @@ def test_flush_alternative_stays_strict():
     for bad in ([0.0, 0.0, 1.5000001, 0.0, 0.0], [0.0, 0.0, 1.5, -0.0, 0.0], [0.0, float("nan"), 1.5, 0.0, 0.0]):
         with pytest.raises(AssertionError):
             assert_close_row(r, torch.tensor(bad), ref, alt=alt)
+    m = table_row("minimum")  # min(0, -1e-39): flushed, min(0, -0), whose sign is open
+    x, y = torch.tensor([0.0, 0.0]), torch.tensor([-1e-39, -0.0])
+    malt = (torch.minimum(x, torch.tensor([-0.0, -0.0])), torch.finfo(torch.float32).smallest_normal)
+    ref = torch.minimum(x, y)
+    for z in (0.0, -0.0):
+        assert_close_row(m, torch.tensor([z, ref[1].item()]), ref, alt=malt)
+    with pytest.raises(AssertionError):  # where no subnormal was involved the sign still counts
+        assert_close_row(m, torch.tensor([0.0, -ref[1].item()]), ref, alt=malt)
     s = table_row("sum")  # backward-error kind: a normal result stays within the bound
     with pytest.raises(AssertionError, match="outside"):
         assert_close_row(s, torch.tensor([1.0]), torch.tensor([1.001]), scale=1.0, n=1,

@@ -91,6 +91,7 @@ class VulkanBackend final : public Backend {
         VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         VKML_TRY(check(fn.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer", op));
+        bound_ = VK_NULL_HANDLE;  // a new command buffer has no pipeline bound
         // Earlier submissions may still be running: order this batch after their writes (and
         // after host writes into staging).
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -196,20 +197,35 @@ class VulkanBackend final : public Backend {
   }
 
   Result<void> record_dispatch(const Dispatch& d, const char* op) {
-    std::string shader(d.shader, strnlen(d.shader, sizeof d.shader));
-    auto p = pipes_.get(shader, d.opcode);
-    if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
     if (d.pc_size > Pipelines::kPushBytes)
       return fail(Err::invalid, std::string("push constants of ") + std::to_string(d.pc_size) +
                                     " bytes exceed 128 (op " + op + ")");
     const auto& fn = dev_->fn;
-    fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, *p);
+    // Runs of one op are the common case: reuse the last pipeline, and bind only on a change.
+    if (d.opcode != last_opcode_ || std::memcmp(d.shader, last_shader_, sizeof last_shader_) != 0) {
+      std::string shader(d.shader, strnlen(d.shader, sizeof d.shader));
+      auto p = pipes_.get(shader, d.opcode);
+      if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
+      last_pipe_ = *p;
+      last_opcode_ = d.opcode;
+      std::memcpy(last_shader_, d.shader, sizeof last_shader_);
+      bound_ = VK_NULL_HANDLE;
+    }
+    if (bound_ != last_pipe_) {
+      fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, last_pipe_);
+      bound_ = last_pipe_;
+    }
     if (d.pc_size)
       fn.vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.pc_size, d.pc);
     fn.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
     barrier(kWork, kAll);
     return {};
   }
+
+  // The pipeline of the last dispatch recorded, and the one bound in the current command buffer.
+  char last_shader_[sizeof(Dispatch::shader)] = {};
+  int32_t last_opcode_ = -1;
+  VkPipeline last_pipe_ = VK_NULL_HANDLE, bound_ = VK_NULL_HANDLE;
 
   std::unique_ptr<Device> dev_;  // first: destroyed last
   Memory mem_;
