@@ -99,3 +99,25 @@ def test_every_row_mutation_caught(r):
     assert r["name"] in str(e.value), str(e.value)
     with check_mode():
         call(DEV)  # unmutated: passes
+
+
+def test_compare_with_flushed_reference():
+    """Check mode's comparison (dispatch/compare.cpp) with the second reference that a device
+    flushing subnormals gets: the flushed result passes, anything else still fails. Runs on every
+    device; only a flushing one (NVIDIA) uses the second reference in practice."""
+    cmp = vkml_torch._C._compare
+    b = lambda *v: torch.tensor(v, dtype=torch.float32).numpy().tobytes()  # noqa: E731
+    nan, inf = float("nan"), float("inf")
+    # mul(-1e-39, -inf): inf as given, NaN with the input flushed (-0 * -inf); the device gave NaN
+    ref, alt = b(inf, 2.0, 1e-39, 0.0), b(nan, 2.0, 0.0, 0.0)
+    assert cmp("mul", "float32", b(nan, 2.0, 0.0, 0.0), ref, alt) == ""
+    assert cmp("mul", "float32", b(inf, 2.0, 1e-39, 0.0), ref, alt) == ""
+    assert cmp("mul", "float32", b(inf, 2.0, -0.0, 0.0), ref, alt) == ""  # subnormal: either sign
+    assert cmp("mul", "float32", b(nan, 2.0, 0.0, 0.0), ref, None) != ""  # without the alternative
+    assert cmp("mul", "float32", b(inf, 2.0000002, 0.0, 0.0), ref, alt).startswith("[1]")  # normal: exact
+    assert cmp("mul", "float32", b(inf, 2.0, 0.0, -0.0), ref, alt).startswith("[3]")  # unmoved zero: sign counts
+    # min(0, -1e-39): -1e-39 as given, min(0, -0) flushed, whose sign is open
+    assert cmp("minimum", "float32", b(0.0), b(-1e-39), b(-0.0)) == ""
+    assert cmp("minimum", "float32", b(1.0), b(-1e-39), b(-0.0)).startswith("[0]")
+    # a tolerance kind other than exact keeps its bound against the second reference
+    assert cmp("exp", "float32", b(1.0), b(1.5), b(1.5)).startswith("[0]")

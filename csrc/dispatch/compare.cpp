@@ -71,7 +71,8 @@ Verdict judge(DType dt, const uint8_t* g, const uint8_t* r, double gv, double rv
     if (std::fabs(rv) < tiny) rv = 0;
   }
   if (!flt || tol.kind == TolKind::exact) {
-    v.bad = flushed ? gv != rv : std::memcmp(g, r, dtype_size(dt)) != 0 && !(flt && std::isnan(gv) && std::isnan(rv));
+    const bool both_nan = flt && std::isnan(gv) && std::isnan(rv);
+    v.bad = !both_nan && (flushed ? gv != rv : std::memcmp(g, r, dtype_size(dt)) != 0);
     if (dt == DType::b8) v.bad = (*g != 0) != (*r != 0);
     v.ratio = v.bad ? 2 : 0;
   } else if (std::isnan(rv) || std::isinf(rv) || std::isnan(gv) || std::isinf(gv)) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <pybind11/stl.h>
 
+#include "dispatch/compare.h"
 #include "dispatch/device.h"
 #include "graph/op.h"
 #include "util/env.h"
@@ -158,6 +159,32 @@ PYBIND11_MODULE(_C, m) {
     Device& d = need();
     py::gil_scoped_release nogil;
     return d.flushes_denormals(f64 ? Compute::f64 : Compute::f32);
+  });
+  // Check mode's element comparison on host bytes, for the tests: 1-d values of `dtype` under the
+  // tolerance of row `op`, with an optional second (flushed-input) reference. "" when they match.
+  m.def("_compare", [](const std::string& op, const std::string& dtype, py::bytes got, py::bytes ref,
+                       py::object alt) {
+    const OpInfo* info = nullptr;
+    for (int i = 0; i < op_count(); ++i)
+      if (op == op_info(OpId(i)).name) info = &op_info(OpId(i));
+    if (!info) throw std::invalid_argument("no op-table row named " + op);
+    TensorDesc d;
+    bool known = false;
+    for (int t = 0; t <= int(DType::bf16); ++t)
+      if (dtype == dtype_name(DType(t))) d.dtype = DType(t), known = true;
+    if (!known) throw std::invalid_argument("unknown dtype " + dtype);
+    std::string g = got, r = ref, a = alt.is_none() ? std::string() : std::string(py::bytes(alt));
+    if (g.size() != r.size() || (!alt.is_none() && a.size() != r.size()) || g.size() % dtype_size(d.dtype))
+      throw std::invalid_argument("_compare: byte strings of different or partial sizes");
+    d.ndim = 1;
+    d.sizes[0] = int64_t(g.size() / dtype_size(d.dtype));
+    d.strides[0] = 1;
+    auto u = [](const std::string& b) { return reinterpret_cast<const uint8_t*>(b.data()); };
+    Mismatch m = compare(d, u(g), u(r), info->tol, compute_of(d.dtype), {}, 1, alt.is_none() ? nullptr : u(a));
+    if (!m.failed) return std::string();
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ": got %.9g, expected %.9g", m.got, m.expected);
+    return m.where + buf;
   });
   m.def("set_check", [](bool on) {
     if (Device* d = dev()) raise_if(d->flush());
