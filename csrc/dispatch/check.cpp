@@ -65,7 +65,7 @@ Result<void> Device::run_checked(const Node& n) {
   }
   // On a device that flushes subnormals, a second oracle run on flushed inputs is also right.
   const Compute ct = compute_type(n);
-  const bool may_flush = flushes_denormals(ct);
+  const bool may_flush = flushes_subnormals(ct);
   std::vector<std::vector<uint8_t>> flushed;
   if (may_flush) flushed = host;
   graph_.nodes.push_back(n);

@@ -57,7 +57,7 @@ class Device {
   // Whether float arithmetic in the compute type flushes subnormal inputs and results to zero.
   // Vulkan allows it unless a shader declares DenormPreserve, and e.g. NVIDIA does it for f32.
   // Probed once, on first call, by running x * 1 on subnormals (dispatch/probe.cpp).
-  bool flushes_denormals(Compute c);
+  bool flushes_subnormals(Compute c);
 
  Device(std::unique_ptr<Backend> b, int index) : backend_(std::move(b)), index_(index) {}  // use get()
 

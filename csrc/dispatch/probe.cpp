@@ -58,7 +58,7 @@ Result<bool> Device::probe_flush(Compute c) {
   return out != in;
 }
 
-bool Device::flushes_denormals(Compute c) {
+bool Device::flushes_subnormals(Compute c) {
   std::lock_guard<std::recursive_mutex> g(mu_);
   if (c == Compute::i64) return false;
   if (c == Compute::f64 && !limits().float64) return false;

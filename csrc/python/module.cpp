@@ -158,7 +158,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("flushes_subnormals", [](bool f64) {
     Device& d = need();
     py::gil_scoped_release nogil;
-    return d.flushes_denormals(f64 ? Compute::f64 : Compute::f32);
+    return d.flushes_subnormals(f64 ? Compute::f64 : Compute::f32);
   });
   // Check mode's element comparison on host bytes, for the tests: 1-d values of `dtype` under the
   // tolerance of row `op`, with an optional second (flushed-input) reference. "" when they match.
