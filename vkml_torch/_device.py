@@ -3,7 +3,6 @@ import torch
 
 from . import _C
 
-_seed = 67280421310721  # torch's default seed
 
 
 def is_available():
@@ -91,34 +90,44 @@ def empty_cache():
     _C.empty_cache()
 
 
-# Random numbers: no random op runs on the device yet; the seed state lives here so that
-# torch.manual_seed() and code that saves/restores RNG state keep working.
+# Random numbers: the device's generator is a CPU generator (csrc/aten/random.h); random ops draw
+# on the host and copy to the device, so a seed gives exactly torch CPU's numbers.
 def manual_seed(seed):
-    global _seed
-    _seed = int(seed)
+    seed = int(seed)
+    if not -(1 << 63) <= seed < (1 << 64):  # torch's CPU generator's range and message
+        raise ValueError(f"Overflow when unpacking long long: seed {seed} is outside [-2**63, 2**64)")
+    _C.rng_manual_seed(seed + (1 << 64) if seed < 0 else seed)
 
 
 manual_seed_all = manual_seed
 
 
 def seed():
-    import random
-    manual_seed(random.getrandbits(63))
+    _C.rng_seed()
 
 
 seed_all = seed
 
 
 def initial_seed():
-    return _seed
+    return _C.rng_initial_seed()
 
 
 def get_rng_state(device="vkml"):
-    return torch.tensor([_seed], dtype=torch.int64).view(torch.uint8)
+    """The generator's state as a CPU uint8 tensor (torch's CPU generator format)."""
+    return torch.frombuffer(bytearray(_C.rng_get_state()), dtype=torch.uint8)
+
+
+def get_rng_state_all():
+    return [get_rng_state()]
 
 
 def set_rng_state(new_state, device="vkml"):
-    manual_seed(int(new_state.view(torch.int64)[0]))
+    _C.rng_set_state(new_state.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+
+
+def set_rng_state_all(new_states):
+    set_rng_state(new_states[0])
 
 
 def _is_in_bad_fork():

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <pybind11/stl.h>
 
+#include "aten/random.h"
 #include "dispatch/compare.h"
 #include "dispatch/device.h"
 #include "graph/op.h"
@@ -155,6 +156,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("empty_cache", [] {
     if (Device* d = dev()) d->empty_cache();
   });
+  m.def("rng_manual_seed", [](uint64_t seed) { aten::rng_manual_seed(seed); });
+  m.def("rng_seed", [] { return aten::rng_seed(); });
+  m.def("rng_initial_seed", [] { return aten::rng_initial_seed(); });
+  m.def("rng_get_state", [] { return py::bytes(aten::rng_get_state()); });
+  m.def("rng_set_state", [](py::bytes b) { aten::rng_set_state(std::string(b)); });
   m.def("flushes_subnormals", [](bool f64) {
     Device& d = need();
     py::gil_scoped_release nogil;
