@@ -70,6 +70,7 @@ void main() {
     case OP_ABS: r = abs(a); break;  // clears the sign bit: abs(-0) = 0
 #endif
     case OP_RELU: r = a < T(0) ? T(0) : a; break;  // relu(-0) = -0, relu(NaN) = NaN as torch
+    case OP_SIGN: r = T(T(0) < a ? 1 : 0) - T(a < T(0) ? 1 : 0); break;  // sign(NaN) = sign(-0) = +0
 #if defined(CT_I64)
     case OP_CEIL: case OP_FLOOR: r = a; break;
 #else
@@ -79,6 +80,9 @@ void main() {
     case OP_LOG: r = log_T(a); break;
     case OP_SQRT: r = sqrt_T(a); break;
     case OP_SIGMOID: r = div_ieee(T(1), T(1) + exp_T(-a)); break;
+    case OP_SILU: r = div_ieee(a, T(1) + exp_T(-a)); break;
+    case OP_RECIPROCAL: r = div_ieee(T(1), a); break;
+    case OP_RSQRT: r = div_ieee(T(1), sqrt_T(a)); break;
     case OP_DIV: r = div_ieee(a, b); break;
 #endif
     case OP_ADD: r = a + alpha * b; break;

@@ -40,6 +40,7 @@ op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations"
 OPS = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg", "abs": "abs", "exp": "exp",
     "log": "log", "sqrt": "sqrt", "sigmoid": "sigmoid", "ceil": "ceil", "floor": "floor",
+    "nn.functional.silu": "silu", "reciprocal": "reciprocal", "rsqrt": "rsqrt", "sign": "sign",
     "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
     "ge": "ge", "bitwise_and": "bitwise_and", "nn.functional.relu": "relu", "sum": "sum", "mean": "mean",
     "amax": "amax", "amin": "amin", "argmax": "argmax", "argmin": "argmin", "max": "amax", "min": "amin",

@@ -54,6 +54,7 @@ inline const char* tol_kind_name(TolKind k) {
 #define TOL_DIV Tol{TolKind::ulp, 3, "Vulkan allows OpFDiv 2.5 ulp"}
 #define TOL_SQRT Tol{TolKind::ulp, 3, "Vulkan allows sqrt as 1/inversesqrt: 2.5 ulp"}
 #define TOL_EXP Tol{TolKind::rel, 1.1e-5, "Vulkan allows exp 3+2|x| ulp; |x|<=88 gives <=179 ulp = 1.07e-5"}
+#define TOL_RSQRT Tol{TolKind::ulp, 7, "1/sqrt(x): sqrt within 3 ulp, then OpFDiv 2.5 ulp; relative errors add, +1 for ulp steps at powers of 2"}
 #define TOL_SIGMOID Tol{TolKind::rel, 1.2e-5, "1/(1+exp(-x)): exp's 1.07e-5 scaled by exp(-x)/(1+exp(-x)) < 1, plus OpFDiv 2.5 ulp"}
 #define TOL_LOG Tol{TolKind::backward, 8, "Vulkan allows log 3 ulp, or 2^-21 absolute in [0.5,2]; scale=max(|ref|,1)"}
 #define TOL_SUM Tol{TolKind::backward, 2, "fixed-order tree vs sequential sum: |err| <= 2*eps*(log2 n+1)*sum|x|; scale from oracle"}

@@ -54,6 +54,14 @@ template <class T> T ew_sqrt(T a, T, T) { return float_fn(a, [](T x) { return st
 template <class T> T ew_sigmoid(T a, T, T) {
   return float_fn(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
 }
+// PyTorch's CPU formula x / (1 + exp(-x)), so results agree where exp overflows (silu(-100) = -0).
+template <class T> T ew_silu(T a, T, T) {
+  return float_fn(a, [](T x) { return x / (T(1) + std::exp(-x)); });
+}
+template <class T> T ew_reciprocal(T a, T, T) { return float_fn(a, [](T x) { return T(1) / x; }); }
+template <class T> T ew_rsqrt(T a, T, T) { return float_fn(a, [](T x) { return T(1) / std::sqrt(x); }); }
+// (0 < x) - (x < 0), as torch: sign(NaN) = 0, sign(-0) = +0.
+template <class T> T ew_sign(T a, T, T) { return T(T(0) < a) - T(a < T(0)); }
 // a + alpha * b in the compute type, unfused (torch's scalar path); sub is add with -alpha.
 template <class T> T ew_add(T a, T b, T s) { return wrap_add(a, wrap_mul(s, b)); }
 template <class T> T ew_sub(T a, T b, T s) { return wrap_add(a, wrap_neg(wrap_mul(s, b))); }
