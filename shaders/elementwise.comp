@@ -80,6 +80,7 @@ void main() {
     case OP_LOG: r = log_T(a); break;
     case OP_SQRT: r = sqrt_T(a); break;
     case OP_SIGMOID: r = div_ieee(T(1), T(1) + exp_T(-a)); break;
+    case OP_SIGMOID_BWD: r = a * (T(1) - b) * b; break;  // a = grad_output, b = output
     case OP_SILU: r = div_ieee(a, T(1) + exp_T(-a)); break;
     case OP_RECIPROCAL: r = div_ieee(T(1), a); break;
     case OP_RSQRT: r = div_ieee(T(1), sqrt_T(a)); break;

@@ -264,6 +264,23 @@ def gen_threshold_bwd(row, overload, dtype, rng, special):
     return cases
 
 
+def gen_grad_bwd(row, overload, dtype, rng, special):
+    """(grad_output, output-or-self) pairs: layouts, broadcasting, 0-dim, empty; special values."""
+    if special:
+        v = special_values(dtype)
+        ins = [("special grad x special y", In(v.repeat_interleave(len(v))), In(v.repeat(len(v))))]
+    else:
+        ins = [
+            ("contiguous", In(rand((3, 5), dtype, rng)), In(rand((3, 5), dtype, rng, 0.0, 1.0))),
+            ("transposed grad, stepped y", In(rand((5, 3), dtype, rng), lambda t: t.t()),
+             In(rand((3, 10), dtype, rng, 0.0, 1.0), lambda t: t[:, ::2])),
+            ("broadcast y (5,)", In(rand((3, 5), dtype, rng)), In(rand((5,), dtype, rng, 0.0, 1.0))),
+            ("0-dim", In(rand((), dtype, rng)), In(rand((), dtype, rng, 0.0, 1.0))),
+            ("empty", In(rand((0, 3), dtype, rng)), In(rand((0, 3), dtype, rng))),
+        ]
+    return [wrap_call(overload, [g, y], desc, [dtype]) for desc, g, y in ins]
+
+
 def gen_fill(row, overload, dtype, rng, special):
     targets = [("contiguous (3,5)", In(rand((3, 5), dtype, rng))),
                ("stepped view [::2, 1:4] (base kept)", In(rand((6, 5), dtype, rng), lambda t: t[::2, 1:4])),

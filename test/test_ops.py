@@ -102,9 +102,19 @@ def _upcast(case):
     return Case(case.desc, args, kwargs, {k: w(d) for k, d in case.outs.items()}, case.scale)
 
 
+# Exact rows whose torch CPU float16 kernel rounds intermediates to float16, so that torch CPU is
+# less accurate than the contract (compute in float32, round once): measured on torch 2.13,
+# sigmoid_backward in float16 equals (g * (1 - y)) * y evaluated step by step in float16, while its
+# bfloat16 kernel computes in float32 and rounds once. For these the reference is as for inexact
+# rows: torch CPU in float32, rounded once.
+NARROW_STEPWISE = {"sigmoid_backward": (torch.float16,)}
+
+
 def _narrow_ref(row, overload, case, ref, ref_base):
-    narrow = any(isinstance(a, In) and a.base.dtype in NARROW for a in case.args)
-    if row["tol_kind"] == "exact" or not narrow:
+    dts = {a.base.dtype for a in case.args if isinstance(a, In)}
+    narrow = bool(dts & set(NARROW))
+    stepwise = bool(dts & set(NARROW_STEPWISE.get(row["name"], ())))
+    if (row["tol_kind"] == "exact" and not stepwise) or not narrow:
         return ref, ref_base
     wide, wide_base = _invoke(resolve(overload), overload, _upcast(case), "cpu")
     ref = [w.to(r.dtype) for w, r in zip(wide, ref)]

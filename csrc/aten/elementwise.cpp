@@ -148,6 +148,7 @@ void check_fits(const c10::Scalar& v, c10::ScalarType t) {
 
 // Argument checks torch's own kernels make for these ops (same messages).
 void torch_checks(OpId id, Call& c) {
+  if (id != OpId::sub && id != OpId::neg) return;
   const bool self_bool = c.tensor("self").scalar_type() == c10::ScalarType::Bool;
   if (id == OpId::sub) {
     const c10::IValue& o = c["other"];
@@ -200,6 +201,11 @@ void elementwise_kernel(OpId id, Call& c) {
                  .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
                  .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
       s0 = to_scalar(c["threshold"].toScalar());
+      break;
+    case K_GRAD_BWD:  // (grad_output, output) or (grad_output, self): a = grad_output, b = the other
+      a_grad = c.tensor("grad_output");
+      a_self = c.has("output") ? c.tensor("output") : c.tensor("self");
+      iter.build_borrowing_binary_op(out, a_grad, a_self);
       break;
     default: TORCH_INTERNAL_ASSERT(false, "vkml: not an elementwise kind");
   }

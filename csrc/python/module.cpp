@@ -35,7 +35,7 @@ const char* kind_name(Kind k) {
   switch (k) {
 #define K(x) case x: return #x;
     K(K_FILL) K(K_COPY) K(K_UNARY) K(K_UNARY_FLOAT) K(K_BINARY) K(K_BINARY_FLOAT) K(K_COMPARE)
-    K(K_THRESHOLD_BWD) K(K_REDUCE) K(K_ARGREDUCE) K(K_GEMM) K(K_SOFTMAX) K(K_SOFTMAX_BWD) K(K_NLL)
+    K(K_THRESHOLD_BWD) K(K_GRAD_BWD) K(K_REDUCE) K(K_ARGREDUCE) K(K_GEMM) K(K_SOFTMAX) K(K_SOFTMAX_BWD) K(K_NLL)
     K(K_NLL_BWD) K(K_TRANSFER)
 #undef K
   }

@@ -60,6 +60,11 @@ template <class T> T ew_silu(T a, T, T) {
 }
 template <class T> T ew_reciprocal(T a, T, T) { return float_fn(a, [](T x) { return T(1) / x; }); }
 template <class T> T ew_rsqrt(T a, T, T) { return float_fn(a, [](T x) { return T(1) / std::sqrt(x); }); }
+// grad_output * (1 - y) * y, in torch CPU's order (a = grad_output, b = the forward's output).
+template <class T> T ew_sigmoid_bwd(T a, T b, T) {
+  if constexpr (is_int_v<T>) return a;  // never reached: float rows only
+  else return a * (T(1) - b) * b;
+}
 // (0 < x) - (x < 0), as torch: sign(NaN) = 0, sign(-0) = +0.
 template <class T> T ew_sign(T a, T, T) { return T(T(0) < a) - T(a < T(0)); }
 // a + alpha * b in the compute type, unfused (torch's scalar path); sub is add with -alpha.
