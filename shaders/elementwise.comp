@@ -93,6 +93,7 @@ void main() {
     case OP_MIN: r = min_nan(a, b); break;
 #if defined(CT_I64)
     case OP_AND: r = a & b; break;
+    case OP_NOT: r = a ^ alpha; break;  // alpha: -1 for integers, 1 for bool (aten/elementwise.cpp)
 #endif
     case OP_EQ: r = (a == b) ? T(1) : T(0); break;
     case OP_NE: r = (a == b) ? T(0) : T(1); break;  // NaN != x is true
@@ -100,6 +101,7 @@ void main() {
     case OP_LE: r = (a <= b) ? T(1) : T(0); break;
     case OP_GT: r = (a > b) ? T(1) : T(0); break;
     case OP_GE: r = (a >= b) ? T(1) : T(0); break;
+    case OP_MASKED_FILL: r = nonzero(b) ? alpha : a; break;  // a = self, b = mask, alpha = value
     case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
     case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook
   }

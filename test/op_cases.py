@@ -281,6 +281,35 @@ def gen_grad_bwd(row, overload, dtype, rng, special):
     return [wrap_call(overload, [g, y], desc, [dtype]) for desc, g, y in ins]
 
 
+def gen_masked_fill(row, overload, dtype, rng, special):
+    """In place on self's layouts; masks of self's shape, broadcast, 0-dim; scalar or 0-dim tensor
+    values (as the overload takes); an integer mask, which torch rejects."""
+    m = lambda shape: torch.randint(0, 2, shape, generator=rng).bool()  # noqa: E731
+    selfs = [("contiguous (3,5)", In(rand((3, 5), dtype, rng)), In(m((3, 5)))),
+             ("transposed self", In(rand((5, 3), dtype, rng), lambda t: t.t()), In(m((3, 5)))),
+             ("stepped view (base kept), broadcast mask (3,)", In(rand((6, 5), dtype, rng), lambda t: t[::2, 1:4]),
+              In(m((3,)))),
+             ("0-dim mask", In(rand((2, 3), dtype, rng)), In(torch.tensor(True))),
+             ("empty", In(rand((0, 3), dtype, rng)), In(m((0, 3))))]
+    if dtype.is_floating_point:
+        values = [2.5, -3, True] + ([math.nan, math.inf, -math.inf, -0.0, 1e-30, 1e30] if special else [])
+    elif dtype == torch.bool:
+        values = [True, 0]
+    else:
+        values = [7, 0, 2.5] + ([torch.iinfo(dtype).max, torch.iinfo(dtype).max + 1] if special else [])
+    tensor_value = overload.endswith(".Tensor")
+    cases = []
+    for d, s, mk in selfs:
+        for v in values:
+            val = In(torch.tensor(v, dtype=torch.float64 if isinstance(v, float) else None), keep_cpu=True) \
+                if tensor_value else v
+            cases.append(Case(f"{d} <- {v!r}", [s, mk, val]))
+    cases.append(Case("int64 mask", [In(rand((3, 5), dtype, rng)), In(torch.ones(3, 5, dtype=torch.int64)), 1]
+                      if not tensor_value else [In(rand((3, 5), dtype, rng)), In(torch.ones(3, 5, dtype=torch.int64)),
+                                                In(torch.tensor(1), keep_cpu=True)]))
+    return cases
+
+
 def gen_fill(row, overload, dtype, rng, special):
     targets = [("contiguous (3,5)", In(rand((3, 5), dtype, rng))),
                ("stepped view [::2, 1:4] (base kept)", In(rand((6, 5), dtype, rng), lambda t: t[::2, 1:4])),

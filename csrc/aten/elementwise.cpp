@@ -187,6 +187,27 @@ void elementwise_kernel(OpId id, Call& c) {
       emit_elementwise(id, iter, dt, s0);
       return c.ret(self);
     }
+    case K_MASKED_FILL: {  // in place: self = mask ? value : self (mask broadcast to self)
+      at::Tensor self = c.tensor("self");
+      const at::Tensor& mask = c.tensor("mask");
+      TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool,
+                  "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+      c10::Scalar v;
+      if (c["value"].isTensor()) {
+        const at::Tensor& vt = c.tensor("value");
+        TORCH_CHECK(vt.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+                    vt.dim(), " dimension(s).");
+        v = vt.item();  // as torch's CUDA kernel: the value is read back (one synchronisation if on vkml)
+      } else {
+        v = c["value"].toScalar();
+      }
+      check_fits(v, self.scalar_type());
+      iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
+                 .resize_outputs(false).add_output(self).add_const_input(self).add_const_input(mask).build();
+      DType dt = to_dtype(self.scalar_type(), "masked_fill_");
+      emit_elementwise(id, iter, dt, to_scalar(v));
+      return c.ret(self);
+    }
     case K_UNARY: iter.build_unary_op(out, c.tensor("self")); break;
     case K_UNARY_FLOAT: iter.build_unary_float_op(out, c.tensor("self")); break;
     case K_BINARY: iter.build_binary_op(out, c.tensor("self"), wrap(c["other"])); break;
@@ -218,6 +239,8 @@ void elementwise_kernel(OpId id, Call& c) {
     s0 = to_scalar(alpha);
   } else if (kind == K_BINARY || kind == K_BINARY_FLOAT) {
     s0 = Scalar{1.0, 1};
+  } else if (id == OpId::bitwise_not) {
+    s0 = common == c10::ScalarType::Bool ? Scalar{1.0, 1} : Scalar{-1.0, -1};  // a ^ s: logical not for bool
   }
   emit_elementwise(id, iter, ct, s0);
   c.ret(iter.output());

@@ -21,6 +21,7 @@ struct Scalar {
 //                f64 if either side is f64, else i64 if both are integer/bool, else f32).
 //                s[0]=alpha (add/sub), fill value (fill), threshold (threshold_backward);
 //                K_GRAD_BWD: a = grad_output, b = the forward's output or input (by the schema);
+//                K_MASKED_FILL: a = self, b = the bool mask, s[0] = the value;
 //                s[1]=b's value when flags & kScalarB (b is a CPU scalar; t[2] unused).
 //   reduce       t[0]=out (contiguous, kept sizes), t[1]=in with kept dims first then reduced
 //                dims; p[0]=number of kept dims. argmax/argmin write int64 indices.

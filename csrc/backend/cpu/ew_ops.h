@@ -60,6 +60,8 @@ template <class T> T ew_silu(T a, T, T) {
 }
 template <class T> T ew_reciprocal(T a, T, T) { return float_fn(a, [](T x) { return T(1) / x; }); }
 template <class T> T ew_rsqrt(T a, T, T) { return float_fn(a, [](T x) { return T(1) / std::sqrt(x); }); }
+// mask ? value : self  (a = self, b = the mask as 0/1, s = the value)
+template <class T> T ew_masked_fill(T a, T b, T s) { return b != T(0) ? s : a; }
 // grad_output * (1 - y) * y, in torch CPU's order (a = grad_output, b = the forward's output).
 template <class T> T ew_sigmoid_bwd(T a, T b, T) {
   if constexpr (is_int_v<T>) return a;  // never reached: float rows only
@@ -85,6 +87,10 @@ template <class T> T ew_minimum(T a, T b, T) {
   if (is_nan(a)) return a;
   if (is_nan(b)) return b;
   return b < a ? b : a;
+}
+template <class T> T ew_xor_s(T a, T, T s) {
+  if constexpr (is_int_v<T>) return a ^ s;
+  else return a;  // not reachable: bitwise_not has no float dtypes
 }
 template <class T> T ew_and(T a, T b, T) {
   if constexpr (is_int_v<T>) return a & b;
