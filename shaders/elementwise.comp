@@ -58,7 +58,7 @@ void main() {
   if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);
   if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc) b = round_T(b, dtc);
   T alpha = from_raw(pc.alpha);
-  if (OP == OP_THRESHOLD_BWD) alpha = round_T(alpha, dtc);
+  if (OP == OP_THRESHOLD_BWD || OP == OP_CLAMP) alpha = round_T(alpha, dtc);
   precise T r = T(0);  // precise: a + alpha*b must not become an fma (Vulkan leaves fma unfused)
   switch (OP) {
     case OP_FILL: r = alpha; break;
@@ -101,6 +101,12 @@ void main() {
     case OP_LE: r = (a <= b) ? T(1) : T(0); break;
     case OP_GT: r = (a > b) ? T(1) : T(0); break;
     case OP_GE: r = (a >= b) ? T(1) : T(0); break;
+    case OP_CLAMP: {  // std::min(std::max(a, lo), hi), NaN self kept; lo = alpha, hi = bscalar
+      T hi = round_T(from_raw(pc.bscalar), dtc);
+      T x = a < alpha ? alpha : a;
+      r = is_nan(a) ? a : (hi < x ? hi : x);
+      break;
+    }
     case OP_MASKED_FILL: r = nonzero(b) ? alpha : a; break;  // a = self, b = mask, alpha = value
     case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
     case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook

@@ -281,6 +281,34 @@ def gen_grad_bwd(row, overload, dtype, rng, special):
     return [wrap_call(overload, [g, y], desc, [dtype]) for desc, g, y in ins]
 
 
+def gen_clamp(row, overload, dtype, rng, special):
+    """clamp (min, max, both, min > max), clamp_min, clamp_max over self's layouts and special
+    values; integer self with a float bound (clamp promotes; in place it is an error). NaN bounds
+    are left out: torch CPU's vectorised and scalar loops disagree on them."""
+    base = overload.split(".")[0].rstrip("_")
+    fl = dtype.is_floating_point
+    lo, hi = (-0.5, 1.25) if fl else (-2, 3)
+    if dtype == torch.uint8:
+        lo = 1
+    if base == "clamp":
+        bounds = [({"min": lo}, [lo, None]), ({"max": hi}, [None, hi]), ({}, [lo, hi]), ({}, [hi, lo])]
+    else:
+        bounds = [({}, [lo]), ({}, [hi])]
+    if special:
+        ins = [("special values", In(special_values(dtype, signed_zero=False)))]
+    else:
+        ins = unary_inputs(dtype, rng)
+    cases = []
+    for desc, x in ins:
+        for kw, pos in bounds:
+            args = [x] + (pos if not kw else [])
+            cases.append(wrap_call(overload, args, f"{desc} {kw or pos}", [dtype], kwargs=kw))
+    if not fl and base == "clamp" and not special:  # int self, float bound: float32 result
+        x = In(rand((3, 5), dtype, rng))
+        cases.append(wrap_call(overload, [x, 0.5, None], "int self, float min promotes", [torch.float32]))
+    return cases
+
+
 def gen_masked_fill(row, overload, dtype, rng, special):
     """In place on self's layouts; masks of self's shape, broadcast, 0-dim; scalar or 0-dim tensor
     values (as the overload takes); an integer mask, which torch rejects."""

@@ -2,6 +2,10 @@
 // (exactly as for CPU tensors); each iteration becomes one node of at most 4 dims.
 #include <ATen/TensorIterator.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/native/TypeProperties.h>
+
+#include <limits>
+#include <optional>
 
 #include "aten/call.h"
 #include "aten/common.h"
@@ -86,10 +90,10 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   return s;
 }
 
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0) {
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0, Scalar s1) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, s0);
+    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, s0, s1);
     return;
   }
   Node n;
@@ -98,6 +102,7 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scal
   n.nin = uint8_t(iter.ntensors() - 1);
   n.p[0] = int64_t(compute);
   n.s[0] = s0;
+  n.s[1] = s1;
   uint64_t base[kMaxOperands] = {};
   const int nt = iter.ntensors();
   for (int a = 0; a < nt; ++a) {
@@ -170,7 +175,7 @@ void elementwise_kernel(OpId id, Call& c) {
   torch_checks(id, c);
   at::Tensor out = c.inplace() ? c.tensor("self") : c.out();
   at::TensorIterator iter;
-  Scalar s0;
+  Scalar s0, s1;  // s1: clamp's max
   at::Tensor a_self, a_grad;  // named, so TensorIteratorConfig can borrow them
   switch (kind) {
     case K_FILL: {
@@ -208,9 +213,48 @@ void elementwise_kernel(OpId id, Call& c) {
       emit_elementwise(id, iter, dt, to_scalar(v));
       return c.ret(self);
     }
+    case K_CLAMP: {  // torch's clamp meta: integer self promotes with the bounds (not in place)
+      a_self = c.tensor("self");
+      const std::optional<c10::Scalar> lo = c.has("min") ? std::optional(c["min"].toScalar()) : std::nullopt;
+      const std::optional<c10::Scalar> hi = c.has("max") ? std::optional(c["max"].toScalar()) : std::nullopt;
+      TORCH_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+      c10::ScalarType rt = a_self.scalar_type();
+      const bool promotes = c.schema.name() == "aten::clamp" || c.schema.name() == "aten::clamp_";  // not _min/_max
+      if (!c10::isFloatingType(rt) && promotes) {
+        at::native::ResultTypeState st{};
+        st = at::native::update_result_type_state(a_self, st);
+        if (lo) st = at::native::update_result_type_state(*lo, st);
+        if (hi) st = at::native::update_result_type_state(*hi, st);
+        rt = at::native::result_type(st);
+        TORCH_CHECK(rt == a_self.scalar_type() || !c.inplace(), "result type ", rt,
+                    " can't be cast to the desired output type ", a_self.scalar_type());
+        if (rt != a_self.scalar_type()) a_self = a_self.to(rt);
+      }
+      const bool flt = c10::isFloatingType(rt);
+      const double inf = std::numeric_limits<double>::infinity();
+      // An absent bound is the widest the result dtype holds (the shader narrows bounds to it).
+      auto int_range = [](c10::ScalarType t) -> std::pair<int64_t, int64_t> {
+        switch (t) {
+          case c10::ScalarType::Byte: return {0, 255};
+          case c10::ScalarType::Char: return {-128, 127};
+          case c10::ScalarType::Short: return {-32768, 32767};
+          case c10::ScalarType::Int: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+          default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+        }
+      };
+      const auto [imin, imax] = int_range(rt);
+      Scalar s_lo = flt ? Scalar{-inf, 0} : Scalar{double(imin), imin};
+      Scalar s_hi = flt ? Scalar{inf, 0} : Scalar{double(imax), imax};
+      if (lo) check_fits(*lo, rt), s_lo = to_scalar(*lo);
+      if (hi) check_fits(*hi, rt), s_hi = to_scalar(*hi);
+      iter.build_unary_op(out, a_self);
+      s0 = s_lo;
+      s1 = s_hi;
+      break;
+    }
     case K_UNARY: iter.build_unary_op(out, c.tensor("self")); break;
     case K_UNARY_FLOAT: iter.build_unary_float_op(out, c.tensor("self")); break;
-    case K_BINARY: iter.build_binary_op(out, c.tensor("self"), wrap(c["other"])); break;
+    case K_BINARY: iter.build_binary_op(out, c.tensor("self"), wrap(c.arg(1))); break;  // other, or min/max
     case K_BINARY_FLOAT: iter.build_binary_float_op(out, c.tensor("self"), wrap(c["other"])); break;
     case K_COMPARE: iter.build_comparison_op(out, c.tensor("self"), wrap(c["other"])); break;
     case K_THRESHOLD_BWD:
@@ -242,7 +286,7 @@ void elementwise_kernel(OpId id, Call& c) {
   } else if (id == OpId::bitwise_not) {
     s0 = common == c10::ScalarType::Bool ? Scalar{1.0, 1} : Scalar{-1.0, -1};  // a ^ s: logical not for bool
   }
-  emit_elementwise(id, iter, ct, s0);
+  emit_elementwise(id, iter, ct, s0, s1);
   c.ret(iter.output());
 }
 

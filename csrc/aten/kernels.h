@@ -16,7 +16,7 @@ void softmax_kernel(OpId id, Call& c);
 void nll_kernel(OpId id, Call& c);
 
 // Records the nodes of one TensorIterator (any ndim; split for 32-bit indexing).
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0);
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0, Scalar s1 = {});
 // dst <- src, both on vkml (any dtypes, layouts; src broadcast to dst).
 void copy_on_device(const at::Tensor& dst, const at::Tensor& src);
 

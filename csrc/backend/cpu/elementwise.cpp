@@ -13,7 +13,7 @@ namespace {
 int inputs_of(Kind k) {
   switch (k) {
     case K_FILL: return 0;
-    case K_COPY: case K_UNARY: case K_UNARY_FLOAT: return 1;
+    case K_COPY: case K_UNARY: case K_UNARY_FLOAT: case K_CLAMP: return 1;
     default: return 2;
   }
 }
@@ -32,14 +32,14 @@ void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
   const bool scalar_b = nin == 2 && (n.flags & kScalarB);
   const TensorDesc& out = n.t[0];
   T s = scalar_as<T>(n.s[0]);
-  if (kind == K_THRESHOLD_BWD) s = through(s, ct);  // torch: threshold.to<scalar_t>()
-  const T bs = scalar_as<T>(n.s[1]);
+  if (kind == K_THRESHOLD_BWD || kind == K_CLAMP) s = through(s, ct);  // torch: threshold.to<scalar_t>()
+  const T bs = kind == K_CLAMP ? through(scalar_as<T>(n.s[1]), ct) : scalar_as<T>(n.s[1]);
   const int64_t numel = out.numel();
   if (scale) scale->assign(size_t(numel), 0.0);
   for (int64_t lin = 0; lin < numel; ++lin) {
     T a = T(0), b = T(0);
     if (nin >= 1) a = through(load<T>(at(n.t[1], offset_of(n.t[1], lin)), n.t[1].dtype), ct);
-    if (scalar_b) b = bs;
+    if (scalar_b || kind == K_CLAMP) b = bs;
     else if (nin == 2) b = through(load<T>(at(n.t[2], offset_of(n.t[2], lin)), n.t[2].dtype), ct);
     uint8_t* o = at(out, offset_of(out, lin));
     store(o, out.dtype, through(fn(a, b, s), ct));

@@ -60,6 +60,12 @@ template <class T> T ew_silu(T a, T, T) {
 }
 template <class T> T ew_reciprocal(T a, T, T) { return float_fn(a, [](T x) { return T(1) / x; }); }
 template <class T> T ew_rsqrt(T a, T, T) { return float_fn(a, [](T x) { return T(1) / std::sqrt(x); }); }
+// std::min(std::max(a, lo), hi) as torch's CPU kernel, NaN self kept (b = hi, s = lo)
+template <class T> T ew_clamp(T a, T b, T s) {
+  if (is_nan(a)) return a;
+  T x = a < s ? s : a;
+  return b < x ? b : x;
+}
 // mask ? value : self  (a = self, b = the mask as 0/1, s = the value)
 template <class T> T ew_masked_fill(T a, T b, T s) { return b != T(0) ? s : a; }
 // grad_output * (1 - y) * y, in torch CPU's order (a = grad_output, b = the forward's output).
