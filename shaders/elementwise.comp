@@ -107,6 +107,11 @@ void main() {
       r = is_nan(a) ? a : (hi < x ? hi : x);
       break;
     }
+    case OP_WHERE: {  // a = self, b = condition; else the output's value (aten copied `other` there)
+      T old = load_T(pc.dst + oo, dto);
+      r = nonzero(b) ? a : (dto != dtc ? round_T(old, dtc) : old);
+      break;
+    }
     case OP_MASKED_FILL: r = nonzero(b) ? alpha : a; break;  // a = self, b = mask, alpha = value
     case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
     case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook

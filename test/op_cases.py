@@ -281,6 +281,32 @@ def gen_grad_bwd(row, overload, dtype, rng, special):
     return [wrap_call(overload, [g, y], desc, [dtype]) for desc, g, y in ins]
 
 
+def gen_where(row, overload, dtype, rng, special):
+    """(condition, self, other): same shapes, broadcasting on each side, strided views, a CPU
+    0-dim other, integer/float promotion, empty; special values; a float condition (an error)."""
+    m = lambda shape: torch.randint(0, 2, shape, generator=rng).bool()  # noqa: E731
+    r = lambda shape, dt=dtype: rand(shape, dt, rng)  # noqa: E731
+    if special:
+        v = special_values(dtype)
+        ins = [("special values", In(m(v.shape)), In(v), In(v.flip(0)))]
+    else:
+        ins = [("same shape (3,5)", In(m((3, 5))), In(r((3, 5))), In(r((3, 5)))),
+               ("broadcast condition (5,)", In(m((5,))), In(r((3, 5))), In(r((3, 5)))),
+               ("self (3,1), other (1,5)", In(m((3, 5))), In(r((3, 1))), In(r((1, 5)))),
+               ("transposed self, stepped other", In(m((3, 5))), In(r((5, 3)), lambda t: t.t()),
+                In(r((3, 10)), lambda t: t[:, ::2])),
+               ("CPU 0-dim other", In(m((3, 5))), In(r((3, 5))), In(r(()), keep_cpu=True)),
+               ("empty", In(m((0, 5))), In(r((0, 5))), In(r((5,)))),
+               ("float condition", In(r((3, 5), torch.float32)), In(r((3, 5))), In(r((3, 5))))]
+        if dtype.is_floating_point:
+            ins.append(("int32 self, float other", In(m((3, 5))), In(r((3, 5), torch.int32)), In(r((3, 5)))))
+    cases = []
+    for desc, cnd, x, y in ins:
+        rt = torch.result_type(x.cpu(), y.cpu())
+        cases.append(wrap_call(overload, [cnd, x, y], desc, [rt]))
+    return cases
+
+
 def gen_clamp(row, overload, dtype, rng, special):
     """clamp (min, max, both, min > max), clamp_min, clamp_max over self's layouts and special
     values; integer self with a float bound (clamp promotes; in place it is an error). NaN bounds

@@ -2,7 +2,10 @@
 // (exactly as for CPU tensors); each iteration becomes one node of at most 4 dims.
 #include <ATen/TensorIterator.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/TypeProperties.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
 
 #include <limits>
 #include <optional>
@@ -212,6 +215,32 @@ void elementwise_kernel(OpId id, Call& c) {
       DType dt = to_dtype(self.scalar_type(), "masked_fill_");
       emit_elementwise(id, iter, dt, to_scalar(v));
       return c.ret(self);
+    }
+    case K_WHERE: {  // out = other (broadcast), then out = condition ? self : out
+      at::Tensor cond = c.tensor("condition");
+      at::Tensor x = c.tensor("self"), y = c.tensor("other");
+      TORCH_CHECK(cond.scalar_type() == c10::ScalarType::Bool,
+                  "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
+      const c10::ScalarType rt = at::result_type(x, y);
+      const c10::Device dev = c10::Device(c10::DeviceType::PrivateUse1, 0);
+      auto on_dev = [&](at::Tensor t, c10::ScalarType st) { return t.to(dev, st); };  // 0-dim CPU ones move
+      cond = on_dev(cond, c10::ScalarType::Bool);
+      x = on_dev(x, rt);
+      y = on_dev(y, rt);
+      const auto shape = at::infer_size_dimvector(at::infer_size_dimvector(cond.sizes(), x.sizes()), y.sizes());
+      at::Tensor o = c.out();
+      if (o.defined()) {
+        TORCH_CHECK(o.scalar_type() == rt, "Expected out type to be ", rt, " but got ", o.scalar_type());
+        if (o.sizes() != c10::IntArrayRef(shape)) o.resize_(shape);
+      }
+      const bool alias = o.defined() && (o.is_alias_of(x) || o.is_alias_of(y) || o.is_alias_of(cond));
+      at::Tensor dst = o.defined() && !alias ? o : at::empty(shape, x.options());
+      copy_on_device(dst, y.expand(shape));
+      iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
+                 .resize_outputs(false).add_output(dst).add_const_input(x).add_const_input(cond).build();
+      emit_elementwise(id, iter, to_dtype(rt, "where"), Scalar{});
+      if (alias) o.copy_(dst);
+      return c.ret(o.defined() ? o : dst);
     }
     case K_CLAMP: {  // torch's clamp meta: integer self promotes with the bounds (not in place)
       a_self = c.tensor("self");

@@ -22,6 +22,8 @@ struct Scalar {
 //                s[0]=alpha (add/sub), fill value (fill), threshold (threshold_backward);
 //                K_GRAD_BWD: a = grad_output, b = the forward's output or input (by the schema);
 //                K_MASKED_FILL: a = self, b = the bool mask, s[0] = the value;
+//                K_WHERE: a = self, b = the bool condition; where it is false the output keeps
+//                its value (aten first copies `other` into it: two nodes);
 //                K_CLAMP: a = self, s[0] = min, s[1] = max (an absent bound is -inf/+inf, or the
 //                int64 limits), no b tensor;
 //                s[1]=b's value when flags & kScalarB (b is a CPU scalar; t[2] unused).

@@ -8,7 +8,7 @@ namespace vkml {
 
 // What the aten layer does with an op, and which shader family runs it.
 enum class Kind : uint8_t {
-  K_FILL, K_COPY, K_UNARY, K_UNARY_FLOAT, K_BINARY, K_BINARY_FLOAT, K_COMPARE, K_THRESHOLD_BWD, K_GRAD_BWD, K_MASKED_FILL, K_CLAMP,
+  K_FILL, K_COPY, K_UNARY, K_UNARY_FLOAT, K_BINARY, K_BINARY_FLOAT, K_COMPARE, K_THRESHOLD_BWD, K_GRAD_BWD, K_MASKED_FILL, K_CLAMP, K_WHERE,
   K_REDUCE, K_ARGREDUCE, K_GEMM, K_SOFTMAX, K_SOFTMAX_BWD, K_NLL, K_NLL_BWD, K_TRANSFER,
 };
 using enum Kind;

@@ -42,6 +42,7 @@ void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
     if (scalar_b || kind == K_CLAMP) b = bs;
     else if (nin == 2) b = through(load<T>(at(n.t[2], offset_of(n.t[2], lin)), n.t[2].dtype), ct);
     uint8_t* o = at(out, offset_of(out, lin));
+    if (kind == K_WHERE) s = through(load<T>(o, out.dtype), ct);  // where: keeps the old value
     store(o, out.dtype, through(fn(a, b, s), ct));
     // Elementwise backward-error rows (log): the bound scales with max(|ref|, 1).
     if (scale) (*scale)[size_t(lin)] = std::fmax(std::fabs(load<double>(o, out.dtype)), 1.0);

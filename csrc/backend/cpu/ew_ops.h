@@ -66,6 +66,8 @@ template <class T> T ew_clamp(T a, T b, T s) {
   T x = a < s ? s : a;
   return b < x ? b : x;
 }
+// condition ? self : the output's old value (a = self, b = condition, s = old output)
+template <class T> T ew_where(T a, T b, T s) { return b != T(0) ? a : s; }
 // mask ? value : self  (a = self, b = the mask as 0/1, s = the value)
 template <class T> T ew_masked_fill(T a, T b, T s) { return b != T(0) ? s : a; }
 // grad_output * (1 - y) * y, in torch CPU's order (a = grad_output, b = the forward's output).
