@@ -73,3 +73,34 @@ def test_integer_addcdiv_raises_like_cpu():
         torch.addcdiv(i, i, i)
     with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
         torch.addcdiv(i.to(DEV), i.to(DEV), i.to(DEV))
+
+
+ANY_ALL_DTYPES = [torch.float32, torch.float16, torch.float64, torch.int64, torch.int32, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("name", ["any", "all"])
+@pytest.mark.parametrize("dtype", ANY_ALL_DTYPES)
+def test_any_all_match_cpu(name, dtype):
+    """any/all = amax/amin of x != 0 (csrc/aten/composite.cpp): exact against torch CPU, with the
+    dtype torch gives (uint8 for uint8, else bool), over dims, keepdim, strided and empty inputs."""
+    f = getattr(torch, name)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 2, (4, 6), generator=g).to(dtype)
+    x[0] = 1  # a row of all-true
+    x[1] = 0  # and one of all-false
+    if dtype.is_floating_point:
+        x[2, 0] = float("nan")  # NaN counts as true, as on the CPU
+    inputs = {"(4,6)": x, "transposed": x.t(), "stepped": x[:, ::2], "0-dim": x[0, 0], "empty (0,6)": x[:0],
+              "empty (6,0)": x.t()[:, :0]}
+    for desc, t in inputs.items():
+        args = [((), {}), ((1,), {}), ((0,), {"keepdim": True}), (((0, 1),), {})] if t.dim() == 2 else [((), {})]
+        for a, kw in args:
+            what = f"{name}{a} {kw} of {desc} {dtype}"
+            ref = f(t, *a, **kw)
+            with check_mode():
+                got = f(t.to(DEV), *a, **kw)
+            assert got.device.type == torch.device(DEV).type, what
+            assert_exact(got.cpu(), ref, what=what)
+    out = torch.empty(0, dtype=torch.uint8 if dtype == torch.uint8 else torch.bool, device=DEV)
+    f(x.to(DEV), 1, out=out)
+    assert_exact(out.cpu(), f(x, 1), what=f"{name} out=")

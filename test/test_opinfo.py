@@ -42,7 +42,7 @@ OPS = {
     "log": "log", "sqrt": "sqrt", "sigmoid": "sigmoid", "ceil": "ceil", "floor": "floor",
     "nn.functional.silu": "silu", "reciprocal": "reciprocal", "rsqrt": "rsqrt", "sign": "sign",
     "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "masked_fill": "masked_fill",
-    "bitwise_not": "bitwise_not", "where": "where",
+    "bitwise_not": "bitwise_not", "where": "where", "any": "amax", "all": "amin",
     "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
     "ge": "ge", "bitwise_and": "bitwise_and", "nn.functional.relu": "relu", "sum": "sum", "mean": "mean",
     "amax": "amax", "amin": "amin", "argmax": "argmax", "argmin": "argmin", "max": "amax", "min": "amin",
