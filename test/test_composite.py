@@ -6,8 +6,11 @@ rounds in its opmath type (float for float16/bfloat16) and may fuse a multiply-a
 errs by at most eps/2 of the magnitude it rounds, and every intermediate is bounded by
 M = |self| + |v * t1 * t2| (|end| + |self| for lerp), so |vkml - cpu| <= k * eps(dtype) * M.
 """
+import math
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 from helpers import DEV, assert_exact, check_mode
 
@@ -104,3 +107,63 @@ def test_any_all_match_cpu(name, dtype):
     out = torch.empty(0, dtype=torch.uint8 if dtype == torch.uint8 else torch.bool, device=DEV)
     f(x.to(DEV), 1, out=out)
     assert_exact(out.cpu(), f(x, 1), what=f"{name} out=")
+
+
+POW_ULP = {0.5: 3, -0.5: 7, -1: 3, -2: 3}  # the sqrt, rsqrt and reciprocal rows' ulp bounds (graph/op.h)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32])
+def test_pow_scalar_matches_cpu(dtype):
+    """pow(x, e) for the exponents torch's CPU kernel special-cases: bitwise for 0, 1, 2, 3 (the same
+    products; float16 computed in float32 and rounded once, bfloat16 rounded at each step, as torch
+    2.13 does); within the used row's ulp bound for 0.5, -0.5, -1, -2, and for any float result
+    from an integer input. Special values included; other exponents raise."""
+    g = torch.Generator().manual_seed(3)
+    if dtype.is_floating_point:
+        x = torch.cat([torch.randn(40, generator=g) * 3, torch.tensor([0.0, -0.0, float("nan"), float("inf"),
+                                                                      -float("inf"), 1e-30, 1e30])]).to(dtype)
+    else:
+        x = torch.randint(-50, 50, (40,), generator=g).to(dtype)
+    views = {"contiguous": x, "stepped": x[::3], "empty": x[:0]}
+    exps = [0, 1, 2, 3] + ([0.5, -0.5, -1, -2] if dtype.is_floating_point else [0.5])
+    for vname, v in views.items():
+        for e in exps:
+            base = v.abs() if e in (0.5, -0.5) else v
+            ref = base.pow(e)
+            got = base.to(DEV).pow(e).cpu()
+            what = f"pow({vname} {dtype}, {e})"
+            if e in POW_ULP and ref.dtype.is_floating_point:
+                fin = ref.isfinite() & got.isfinite()
+                assert bool(((got.isnan() == ref.isnan()) & ((got == ref) | ~(ref.isfinite() | got.isfinite()) | fin)).all()), what
+                ulp = torch.finfo(ref.dtype).eps * ref[fin].double().abs().clamp_min(torch.finfo(ref.dtype).tiny)
+                d = (got[fin].double() - ref[fin].double()).abs()
+                assert bool((d <= POW_ULP[e] * ulp).all()), f"{what}: worst {d.max().item() if d.numel() else 0}"
+            else:
+                assert_exact(got, ref, what=what)
+    y = x.clone().to(DEV)
+    y.pow_(2)
+    assert_exact(y.cpu(), x.pow(2), what="pow_")
+    if not dtype.is_floating_point:
+        with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+            x.to(DEV).pow(-1)
+    with pytest.raises(NotImplementedError, match="pow with exponent"):
+        x.to(DEV).pow(2.7)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_matches_cpu(reduction):
+    """mse_loss = reduce((a - b)^2): 'none' bitwise; 'mean'/'sum' within the sum row's contract,
+    2 * eps * (log2 n + 1) * sum((a - b)^2); the backward, (a - b) * norm * grad, bitwise."""
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(7, 9, generator=g), torch.randn(9, generator=g)  # b broadcasts
+    ac, av = a.clone().requires_grad_(), a.to(DEV).requires_grad_()
+    ref, got = F.mse_loss(ac, b.expand(7, 9), reduction=reduction), F.mse_loss(av, b.to(DEV).expand(7, 9), reduction=reduction)
+    if reduction == "none":
+        assert_exact(got.detach().cpu(), ref.detach())
+    else:
+        n = a.numel()
+        bound = 2 * torch.finfo(torch.float32).eps * (math.log2(n) + 1) * float(((a - b) ** 2).sum())
+        assert abs(got.item() - ref.item()) <= bound, f"{reduction}: {got.item()} vs {ref.item()}"
+    ref.sum().backward()
+    got.sum().backward()
+    assert_exact(av.grad.cpu(), ac.grad, what="mse_loss backward")

@@ -5,6 +5,11 @@
 //   addcmul(self, t1, t2, v)  = self + (v * t1) * t2
 //   addcdiv(self, t1, t2, v)  = self + (v * t1) / t2
 // torch.optim.Adam/AdamW reach exactly these three beyond the table's elementwise rows.
+//   pow(x, e) for e in {0, 1, 2, 3, 0.5, -0.5, -1, -2}: ones, copy, x*x, x*x*x, sqrt, rsqrt,
+//   reciprocal, 1/(x*x), as torch's CPU kernel special-cases them (float16 in float32 rounded
+//   once, bfloat16 step by step, as torch); other exponents raise (a general pow row needs its
+//   own tolerance).
+//   mse_loss = reduce((self - target)^2), backward = (self - target) * norm * grad (torch's order)
 //   any(x, dims) = amax(x != 0, dims),  all(x, dims) = amin(x != 0, dims)   (exact; bool out,
 //   uint8 for uint8 input, as torch; an empty input is reduced on the CPU: there is no data)
 #include <ATen/core/Tensor.h>
@@ -14,6 +19,14 @@
 #include <ATen/ops/amin.h>
 #include <ATen/ops/any.h>
 #include <ATen/ops/ne.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/reciprocal.h>
+#include <ATen/ops/result_type.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sqrt.h>
+#include <ATen/ops/sum.h>
+#include <ATen/core/Reduction.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mul.h>
@@ -79,6 +92,59 @@ at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::
   return into(out, addcdiv(self, t1, t2, value));
 }
 
+at::Tensor pow_scalar(const at::Tensor& self, const c10::Scalar& exponent) {
+  const c10::ScalarType rt = at::result_type(self, exponent);
+  const double e = exponent.toDouble();
+  TORCH_CHECK(!(c10::isIntegralType(rt, true) && exponent.isIntegral(true) && exponent.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
+  // torch CPU (2.13): float16 computes these in float32 and rounds once; bfloat16 rounds each step.
+  const bool narrow = rt == c10::ScalarType::Half;
+  at::Tensor x = self.to(narrow ? c10::ScalarType::Float : rt);
+  at::Tensor r;
+  if (e == 0) r = at::ones_like(x);
+  else if (e == 1) r = x.clone();
+  else if (e == 2) r = at::mul(x, x);
+  else if (e == 3) r = at::mul(at::mul(x, x), x);
+  else if (e == 0.5) r = at::sqrt(x);
+  else if (e == -0.5) r = at::rsqrt(x);
+  else if (e == -1) r = at::reciprocal(x);
+  else if (e == -2) r = at::reciprocal(at::mul(x, x));
+  else
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "vkml: pow with exponent ", exponent,
+                                " is not implemented yet (exponents 0, 1, 2, 3, 0.5, -0.5, -1 and -2 are); "
+                                "set VKML_CPU_FALLBACK=1 to run it on the CPU");
+  return r.scalar_type() == rt ? r : r.to(rt);
+}
+at::Tensor& pow_scalar_(at::Tensor& self, const c10::Scalar& exponent) {
+  const c10::ScalarType rt = at::result_type(self, exponent);
+  TORCH_CHECK(rt == self.scalar_type(), "result type ", rt, " can't be cast to the desired output type ",
+              self.scalar_type());
+  return self.copy_(pow_scalar(self, exponent));
+}
+at::Tensor& pow_scalar_out(const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) {
+  return into(out, pow_scalar(self, exponent));
+}
+
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  const at::Tensor d = at::sub(self, target);
+  const at::Tensor sq = at::mul(d, d);
+  if (reduction == at::Reduction::Mean) return at::mean(sq);
+  if (reduction == at::Reduction::Sum) return at::sum(sq);
+  return sq;
+}
+at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, at::Tensor& out) {
+  return into(out, mse_loss(self, target, reduction));
+}
+at::Tensor mse_loss_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                             int64_t reduction) {
+  const double norm = reduction == at::Reduction::Mean ? 2. / double(self.numel()) : 2.;
+  return at::mul(at::mul(at::sub(self, target), norm), grad);
+}
+at::Tensor& mse_loss_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
+                                  int64_t reduction, at::Tensor& grad_input) {
+  return into(grad_input, mse_loss_backward(grad, self, target, reduction));
+}
+
 // any / all over `dims` (all dims when absent): the max / min of x != 0.
 at::Tensor any_all(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, bool is_all) {
   TORCH_CHECK(self.scalar_type() != c10::ScalarType::ComplexFloat && self.scalar_type() != c10::ScalarType::ComplexDouble,
@@ -127,6 +193,13 @@ at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bo
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("pow.Tensor_Scalar", TORCH_FN(pow_scalar));
+  m.impl("pow_.Scalar", TORCH_FN(pow_scalar_));
+  m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_scalar_out));
+  m.impl("mse_loss", TORCH_FN(mse_loss));
+  m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
+  m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
+  m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
   m.impl("any", TORCH_FN(any_));
   m.impl("all", TORCH_FN(all_));
   m.impl("any.dim", TORCH_FN(any_dim));
