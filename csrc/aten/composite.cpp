@@ -36,14 +36,10 @@
 #include <cmath>
 #include <vector>
 
+#include "aten/common.h"
+
 namespace vkml::aten {
 namespace {
-
-// Writes r into out (resizing an out= tensor as torch does) and returns out.
-at::Tensor& into(at::Tensor& out, const at::Tensor& r) {
-  if (out.sizes() != r.sizes()) out.resize_(r.sizes());
-  return out.copy_(r);
-}
 
 at::Tensor lerp(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),

@@ -103,9 +103,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
   at::Tensor host = at::empty({0}, out.options().device(c10::kCPU));
   at::arange_out(host, start, end, step);
-  out.resize_(host.sizes());
-  out.copy_(host);
-  return out;
+  return into(out, host);
 }
 
 }  // namespace
