@@ -1,36 +1,13 @@
-// Push-constant blocks, shared by the C++ side (csrc/backend/vulkan) and the GLSL shaders.
-// Every block fits the 128 bytes Vulkan 1.3 guarantees (static_assert on the C++ side).
-// A shader defines PC_EW (or PC_REDUCE, ...) before including this, to declare only its block.
-// Conventions: addresses are buffer-device addresses; dtype codes are core/dtype.h's (DT_*);
-// shapes list dim 0 as the innermost (fastest varying) dimension.
+// Push-constant blocks of the first families (elementwise, reduce, gemm, softmax, nll). A shader
+// defines PC_EW (or PC_REDUCE, ...) before including this, to declare only its block. Newer
+// families keep their blocks in shaders/<family>.h, written with the macros of shaders/pc.h.
 #ifndef VKML_PARAMS_H
 #define VKML_PARAMS_H
+#include "pc.h"
 
 #ifdef __cplusplus
-#include <cstdint>
 namespace vkml::pc {
-using u64 = uint64_t; using u32 = uint32_t; using i32 = int32_t; using i64 = int64_t;
-#define PC_BEGIN(name) struct name {
-#define PC_END(name) }; static_assert(sizeof(name) <= 128, #name " exceeds 128 bytes");
-#else
-#define u64 uint64_t
-#define u32 uint
-#define i32 int
-#define i64 int64_t
-#define PC_BEGIN(name) layout(push_constant, std430) uniform name {
-#define PC_END(name) } pc;
 #endif
-
-#define DT_U8 0
-#define DT_I8 1
-#define DT_I16 2
-#define DT_I32 3
-#define DT_I64 4
-#define DT_F16 5
-#define DT_F32 6
-#define DT_F64 7
-#define DT_BOOL 11
-#define DT_BF16 15
 
 #define EW_SCALAR_B 1u    // b is the scalar `bscalar`, not a tensor
 #define EW_CONTIGUOUS 2u  // every operand is dense in the same order: index math can be skipped
@@ -102,6 +79,4 @@ PC_END(NllParams)
 #ifdef __cplusplus
 }  // namespace vkml::pc
 #endif
-#undef PC_BEGIN
-#undef PC_END
 #endif

@@ -1,4 +1,4 @@
-"""Case generators for test_ops.py, one per op-table kind.
+"""Case generators for test_ops.py, one per aten-side function of the op rows (their ATEN column).
 
 A generator gets (row, overload, dtype, rng, special) and returns a list of Case. Tensor arguments
 are In(...) placeholders: a CPU base tensor plus a view function, materialized on each device by
@@ -139,7 +139,7 @@ def _log_scale(args):
 
 
 def gen_unary(row, overload, dtype, rng, special):
-    float_only = row["kind"] == "K_UNARY_FLOAT"
+    float_only = row["aten"] == "ew_unary_float"
     scale = _log_scale if row["tol_kind"] == "backward-error" else None
     if special:
         ins = [("special values", In(special_values(dtype, signed_zero=row["name"] not in ("relu",))))]
@@ -157,9 +157,9 @@ def gen_unary(row, overload, dtype, rng, special):
 
 
 def binary_pairs(dtype, rng, kind, name, special):
-    pos = kind == "K_BINARY_FLOAT"  # denominators away from zero in ordinary cases
+    pos = kind == "ew_binary_float"  # denominators away from zero in ordinary cases
     r = lambda shape, dt=dtype, p=False: rand(shape, dt, rng, positive=p)  # noqa: E731
-    if kind == "K_COMPARE":
+    if kind == "ew_compare":
         r = lambda shape, dt=dtype, p=False: small_ints(shape, dt, rng)  # noqa: E731  (ties)
     if special:
         v = special_values(dtype, signed_zero=name not in ("maximum", "minimum"))
@@ -185,7 +185,7 @@ def binary_pairs(dtype, rng, kind, name, special):
             pairs.append(("narrow x float32 0-dim stays narrow", In(r((4,))), In(r((), torch.float32, p=pos))))
     elif dtype != torch.bool:
         pairs.append(("bool x int promotion", In(r((3, 5), torch.bool)), In(r((3, 5), p=pos))))
-    if kind == "K_BINARY_FLOAT" and dtype == torch.float32:
+    if kind == "ew_binary_float" and dtype == torch.float32:
         pairs.append(("int64 / int64 true division", In(r((3, 5), torch.int64)), In(rand((3, 5), torch.int64, rng, positive=True))))
     return pairs
 
@@ -197,9 +197,9 @@ def binary_scalars(dtype):
 
 
 def gen_binary(row, overload, dtype, rng, special):
-    kind, name = row["kind"], row["name"]
+    kind, name = row["aten"], row["name"]
     scalar_ov = ".Scalar" in overload
-    float_only = kind == "K_BINARY_FLOAT"
+    float_only = kind == "ew_binary_float"
     inplace = is_inplace(overload)
     cases = []
     # alpha 2 keeps self + alpha*other exact with or without a fused multiply-add (torch CPU fuses
@@ -227,11 +227,11 @@ def gen_binary(row, overload, dtype, rng, special):
         rt = torch.result_type(a.cpu(), b.cpu())
         if float_only and not rt.is_floating_point:
             rt = torch.float32
-        if kind == "K_COMPARE":
+        if kind == "ew_compare":
             rt = torch.bool
         for kw in kw_variants:
             cases.append(wrap_call(overload, [a, b], f"{a_desc} {kw}", [rt], kwargs=kw))
-    if kind == "K_COMPARE" and not scalar_ov and dtype.is_floating_point and not special:
+    if kind == "ew_compare" and not scalar_ov and dtype.is_floating_point and not special:
         # equal values on both sides, NaN != NaN
         v = torch.tensor([1.0, math.nan, -0.0, math.inf], dtype=dtype)
         cases.append(wrap_call(overload, [In(v), In(torch.tensor([1.0, math.nan, 0.0, math.inf], dtype=dtype))],

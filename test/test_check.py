@@ -70,7 +70,7 @@ def _first_case(r):
     dt = "float32" if "float32" in r["dtypes"] else r["dtypes"][0]
     ov = next((o for o in r["overloads"] if not is_inplace(o) and not out_names(o)), r["overloads"][0])
     rng = torch.Generator().manual_seed(1)
-    cases = GENERATORS[r["kind"]](r, ov, dtype_of(dt), rng, False)
+    cases = GENERATORS[r["aten"]](r, ov, dtype_of(dt), rng, False)
     big = [c for c in cases if all(a.cpu().numel() >= 6 for a in c.args if isinstance(a, In))]
     return ov, (big or cases)[0]
 

@@ -19,6 +19,7 @@
 
 #include "aten/common.h"
 #include "aten/kernels.h"
+#include "aten/trace.h"
 #include "util/env.h"
 
 namespace vkml::aten {
@@ -198,10 +199,13 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
 
 at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   c10::ScalarType dt = c10::ScalarType::Undefined;
-  c10::Device dev(c10::DeviceType::PrivateUse1, 0);
-  for (const at::Tensor& t : tensors) dt = dt == c10::ScalarType::Undefined ? t.scalar_type() : c10::promoteTypes(dt, t.scalar_type());
+  std::optional<c10::Device> dev;
+  for (const at::Tensor& t : tensors) {
+    dt = dt == c10::ScalarType::Undefined ? t.scalar_type() : c10::promoteTypes(dt, t.scalar_type());
+    if (!dev && on_vkml(t)) dev = t.device();
+  }
   TORCH_CHECK(dt != c10::ScalarType::Undefined, "torch.cat(): expected a non-empty list of Tensors");
-  at::Tensor out = at::empty({0}, at::TensorOptions().dtype(dt).device(dev));
+  at::Tensor out = at::empty({0}, at::TensorOptions().dtype(dt).device(*dev));
   return cat_out(tensors, dim, out);
 }
 
@@ -219,6 +223,7 @@ at::Tensor nonzero(const at::Tensor& self) { return at::nonzero(self.cpu()).to(s
 
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
+  if (tracing()) trace(op, env().cpu_fallback ? Path::cpu_fallback : Path::missing);
   TORCH_CHECK_NOT_IMPLEMENTED(env().cpu_fallback, "vkml: ", name,
                               " is not implemented for the vkml device. Set VKML_CPU_FALLBACK=1 to run "
                               "unsupported ops on the CPU instead (slow; warns once per op).");

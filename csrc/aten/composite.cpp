@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "aten/common.h"
+#include "aten/composite.h"
 
 namespace vkml::aten {
 namespace {
@@ -53,22 +54,9 @@ at::Tensor lerp(const at::Tensor& self, const at::Tensor& end, const c10::Scalar
   at::Tensor diff = at::sub(end, self);
   return std::fabs(w) < 0.5 ? at::add(self, diff, weight) : at::sub(end, diff, w1);
 }
-at::Tensor& lerp_(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
-  return into(self, lerp(self, end, weight));
-}
-at::Tensor& lerp_out(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight, at::Tensor& out) {
-  return into(out, lerp(self, end, weight));
-}
 
 at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
   return at::add(self, at::mul(at::mul(t1, value), t2));
-}
-at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
-  return into(self, addcmul(self, t1, t2, value));
-}
-at::Tensor& addcmul_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
-  return into(out, addcmul(self, t1, t2, value));
 }
 
 at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
@@ -79,13 +67,6 @@ at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tenso
               "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
               "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
   return at::add(self, at::div(at::mul(t1, value), t2));
-}
-at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
-  return into(self, addcdiv(self, t1, t2, value));
-}
-at::Tensor& addcdiv_out(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value,
-                        at::Tensor& out) {
-  return into(out, addcdiv(self, t1, t2, value));
 }
 
 at::Tensor pow_scalar(const at::Tensor& self, const c10::Scalar& exponent) {
@@ -111,15 +92,6 @@ at::Tensor pow_scalar(const at::Tensor& self, const c10::Scalar& exponent) {
                                 "set VKML_CPU_FALLBACK=1 to run it on the CPU");
   return r.scalar_type() == rt ? r : r.to(rt);
 }
-at::Tensor& pow_scalar_(at::Tensor& self, const c10::Scalar& exponent) {
-  const c10::ScalarType rt = at::result_type(self, exponent);
-  TORCH_CHECK(rt == self.scalar_type(), "result type ", rt, " can't be cast to the desired output type ",
-              self.scalar_type());
-  return self.copy_(pow_scalar(self, exponent));
-}
-at::Tensor& pow_scalar_out(const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) {
-  return into(out, pow_scalar(self, exponent));
-}
 
 at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
   const at::Tensor d = at::sub(self, target);
@@ -128,17 +100,10 @@ at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t re
   if (reduction == at::Reduction::Sum) return at::sum(sq);
   return sq;
 }
-at::Tensor& mse_loss_out(const at::Tensor& self, const at::Tensor& target, int64_t reduction, at::Tensor& out) {
-  return into(out, mse_loss(self, target, reduction));
-}
 at::Tensor mse_loss_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
                              int64_t reduction) {
   const double norm = reduction == at::Reduction::Mean ? 2. / double(self.numel()) : 2.;
   return at::mul(at::mul(at::sub(self, target), norm), grad);
-}
-at::Tensor& mse_loss_backward_out(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& target,
-                                  int64_t reduction, at::Tensor& grad_input) {
-  return into(grad_input, mse_loss_backward(grad, self, target, reduction));
 }
 
 // any / all over `dims` (all dims when absent): the max / min of x != 0.
@@ -171,52 +136,60 @@ at::Tensor any_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 at::Tensor all_dims(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   return any_all(self, dim, keepdim, true);
 }
-at::Tensor& any_all_out(const at::Tensor& self, at::Tensor& out) { return into(out, any_(self)); }
-at::Tensor& all_all_out(const at::Tensor& self, at::Tensor& out) { return into(out, all_(self)); }
-at::Tensor& any_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
-  return into(out, any_dim(self, dim, keepdim));
-}
-at::Tensor& all_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) {
-  return into(out, all_dim(self, dim, keepdim));
-}
-at::Tensor& any_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return into(out, any_dims(self, dim, keepdim));
-}
-at::Tensor& all_dims_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
-  return into(out, all_dims(self, dim, keepdim));
-}
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("pow.Tensor_Scalar", TORCH_FN(pow_scalar));
-  m.impl("pow_.Scalar", TORCH_FN(pow_scalar_));
-  m.impl("pow.Tensor_Scalar_out", TORCH_FN(pow_scalar_out));
-  m.impl("mse_loss", TORCH_FN(mse_loss));
-  m.impl("mse_loss.out", TORCH_FN(mse_loss_out));
-  m.impl("mse_loss_backward", TORCH_FN(mse_loss_backward));
-  m.impl("mse_loss_backward.grad_input", TORCH_FN(mse_loss_backward_out));
-  m.impl("any", TORCH_FN(any_));
-  m.impl("all", TORCH_FN(all_));
-  m.impl("any.dim", TORCH_FN(any_dim));
-  m.impl("all.dim", TORCH_FN(all_dim));
-  m.impl("any.dims", TORCH_FN(any_dims));
-  m.impl("all.dims", TORCH_FN(all_dims));
-  m.impl("any.all_out", TORCH_FN(any_all_out));
-  m.impl("all.all_out", TORCH_FN(all_all_out));
-  m.impl("any.out", TORCH_FN(any_out));
-  m.impl("all.out", TORCH_FN(all_out));
-  m.impl("any.dims_out", TORCH_FN(any_dims_out));
-  m.impl("all.dims_out", TORCH_FN(all_dims_out));
-  m.impl("lerp.Scalar", TORCH_FN(lerp));
-  m.impl("lerp_.Scalar", TORCH_FN(lerp_));
-  m.impl("lerp.Scalar_out", TORCH_FN(lerp_out));
-  m.impl("addcmul", TORCH_FN(addcmul));
-  m.impl("addcmul_", TORCH_FN(addcmul_));
-  m.impl("addcmul.out", TORCH_FN(addcmul_out));
-  m.impl("addcdiv", TORCH_FN(addcdiv));
-  m.impl("addcdiv_", TORCH_FN(addcdiv_));
-  m.impl("addcdiv.out", TORCH_FN(addcdiv_out));
+  // functional body, then the in-place and out= overloads derived from it (aten/composite.h)
+  composite<pow_scalar>(m, "pow.Tensor_Scalar", {"pow_.Scalar", "pow.Tensor_Scalar_out"});
+  composite<mse_loss>(m, "mse_loss", {"mse_loss.out"});
+  composite<mse_loss_backward>(m, "mse_loss_backward", {"mse_loss_backward.grad_input"});
+  composite<any_>(m, "any", {"any.all_out"});
+  composite<all_>(m, "all", {"all.all_out"});
+  composite<any_dim>(m, "any.dim", {"any.out"});
+  composite<all_dim>(m, "all.dim", {"all.out"});
+  composite<any_dims>(m, "any.dims", {"any.dims_out"});
+  composite<all_dims>(m, "all.dims", {"all.dims_out"});
+  composite<lerp>(m, "lerp.Scalar", {"lerp_.Scalar", "lerp.Scalar_out"});
+  composite<addcmul>(m, "addcmul", {"addcmul_", "addcmul.out"});
+  composite<addcdiv>(m, "addcdiv", {"addcdiv_", "addcdiv.out"});
+}
+
+}  // namespace vkml::aten
+
+namespace vkml::aten {
+
+void DerivedKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* s) {
+  if (tracing()) trace(op, Path::composite);
+  if (!handle) {
+    const auto dot = functional.find('.');
+    const std::string name = "aten::" + functional.substr(0, dot);
+    handle = c10::Dispatcher::singleton().findSchemaOrThrow(
+        name.c_str(), dot == std::string::npos ? "" : functional.c_str() + dot + 1);
+  }
+  const auto& args = op.schema().arguments();
+  const size_t n = args.size(), base = s->size() - n;
+  size_t nout = 0;
+  while (nout < n && args[n - 1 - nout].is_out()) ++nout;
+  std::vector<at::Tensor> dst;
+  if (nout) {
+    for (size_t i = n - nout; i < n; ++i) dst.push_back((*s)[base + i].toTensor());
+    s->resize(base + n - nout);
+  } else {
+    dst.push_back((*s)[base].toTensor());  // in place: self
+  }
+  handle->callBoxed(s);
+  const size_t nres = s->size() - base;
+  TORCH_CHECK(nres == dst.size(), "vkml: ", op.schema().name(), ": ", functional, " returned ", nres,
+              " results for ", dst.size(), " destination(s)");
+  for (size_t i = 0; i < dst.size(); ++i) {
+    const at::Tensor r = (*s)[base + i].toTensor();
+    TORCH_CHECK(c10::canCast(r.scalar_type(), dst[i].scalar_type()), "result type ", r.scalar_type(),
+                " can't be cast to the desired output type ", dst[i].scalar_type());
+    into(dst[i], r);
+  }
+  s->resize(base);
+  for (auto& t : dst) s->emplace_back(t);
 }
 
 }  // namespace vkml::aten

@@ -30,18 +30,7 @@ struct VkmlAllocator final : c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     if (count == 0) return;
-    Node n;
-    n.op = OpId::transfer;
-    n.nout = n.nin = 1;
-    for (int i = 0; i < 2; ++i) {
-      n.t[i].dtype = DType::u8;
-      n.t[i].ndim = 1;
-      n.t[i].sizes[0] = int64_t(count);
-      n.t[i].strides[0] = 1;
-    }
-    n.t[0].addr = reinterpret_cast<uint64_t>(dest);
-    n.t[1].addr = reinterpret_cast<uint64_t>(src);
-    record(n);
+    record(transfer_node(reinterpret_cast<uint64_t>(dest), reinterpret_cast<uint64_t>(src), count));
   }
 };
 

@@ -1,5 +1,6 @@
-// Elementwise kinds: TensorIterator computes broadcast shape, type promotion and the output
-// (exactly as for CPU tensors); each iteration becomes one node of at most 4 dims.
+// The elementwise family's aten side: TensorIterator computes broadcast shape, type promotion and
+// the output (exactly as for CPU tensors); each iteration becomes one node of at most 4 dims.
+// One function per way of building the iterator (the rows' ATEN column).
 #include <ATen/TensorIterator.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/ExpandUtils.h>
@@ -93,31 +94,30 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   return s;
 }
 
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0, Scalar s1) {
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, s0, s1);
+    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args);
     return;
   }
   Node n;
   n.op = id;
   n.nout = 1;
   n.nin = uint8_t(iter.ntensors() - 1);
-  n.p[0] = int64_t(compute);
-  n.s[0] = s0;
-  n.s[1] = s1;
+  n.compute = compute;
   uint64_t base[kMaxOperands] = {};
   const int nt = iter.ntensors();
   for (int a = 0; a < nt; ++a) {
     n.t[a].dtype = to_dtype(iter.dtype(a), op_info(id).name);
     if (a > 0 && iter.is_cpu_scalar(a)) {
-      TORCH_INTERNAL_ASSERT(a == 2, "vkml: only the second operand may be a CPU scalar");
-      n.flags |= kScalarB;
-      n.s[1] = scalar_operand(id, iter.tensor_base(a), compute);
+      TORCH_CHECK(a == ElementwiseArgs::b, "vkml: ", op_info(id).name, ": only the second operand may be a CPU scalar");
+      args.scalar_b = true;
+      args.s1 = scalar_operand(id, iter.tensor_base(a), compute);
       continue;
     }
     base[a] = reinterpret_cast<uint64_t>(iter.data_ptr(a));
   }
+  n.args = args;
   emit(n, iter, base, nt);
 }
 
@@ -173,153 +173,208 @@ void torch_checks(OpId id, Call& c) {
   }
 }
 
-void elementwise_kernel(OpId id, Call& c) {
-  const Kind kind = op_info(id).kind;
-  torch_checks(id, c);
-  at::Tensor out = c.inplace() ? c.tensor("self") : c.out();
-  at::TensorIterator iter;
-  Scalar s0, s1;  // s1: clamp's max
-  at::Tensor a_self, a_grad;  // named, so TensorIteratorConfig can borrow them
-  switch (kind) {
-    case K_FILL: {
-      at::Tensor self = c.tensor("self");
-      s0 = Scalar{};
-      if (c.has("value")) {
-        const c10::Scalar v = c["value"].toScalar();
-        if (self.numel() != 1) check_fits(v, self.scalar_type());  // torch's 1-element fast path skips it
-        s0 = to_scalar(v);
-      }
-      iter = at::TensorIteratorConfig().add_output(self).resize_outputs(false)
-                 .check_all_same_dtype(false).build();
-      DType dt = to_dtype(self.scalar_type(), "fill_");
-      emit_elementwise(id, iter, dt, s0);
-      return c.ret(self);
-    }
-    case K_MASKED_FILL: {  // in place: self = mask ? value : self (mask broadcast to self)
-      at::Tensor self = c.tensor("self");
-      const at::Tensor& mask = c.tensor("mask");
-      TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool,
-                  "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
-      c10::Scalar v;
-      if (c["value"].isTensor()) {
-        const at::Tensor& vt = c.tensor("value");
-        TORCH_CHECK(vt.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
-                    vt.dim(), " dimension(s).");
-        v = vt.item();  // as torch's CUDA kernel: the value is read back (one synchronisation if on vkml)
-      } else {
-        v = c["value"].toScalar();
-      }
-      check_fits(v, self.scalar_type());
-      iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
-                 .resize_outputs(false).add_output(self).add_const_input(self).add_const_input(mask).build();
-      DType dt = to_dtype(self.scalar_type(), "masked_fill_");
-      emit_elementwise(id, iter, dt, to_scalar(v));
-      return c.ret(self);
-    }
-    case K_WHERE: {  // out = other (broadcast), then out = condition ? self : out
-      at::Tensor cond = c.tensor("condition");
-      at::Tensor x = c.tensor("self"), y = c.tensor("other");
-      TORCH_CHECK(cond.scalar_type() == c10::ScalarType::Bool,
-                  "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
-      const c10::ScalarType rt = at::result_type(x, y);
-      const c10::Device dev = c10::Device(c10::DeviceType::PrivateUse1, 0);
-      auto on_dev = [&](at::Tensor t, c10::ScalarType st) { return t.to(dev, st); };  // 0-dim CPU ones move
-      cond = on_dev(cond, c10::ScalarType::Bool);
-      x = on_dev(x, rt);
-      y = on_dev(y, rt);
-      const auto shape = at::infer_size_dimvector(at::infer_size_dimvector(cond.sizes(), x.sizes()), y.sizes());
-      at::Tensor o = c.out();
-      if (o.defined()) {
-        TORCH_CHECK(o.scalar_type() == rt, "Expected out type to be ", rt, " but got ", o.scalar_type());
-        if (o.sizes() != c10::IntArrayRef(shape)) o.resize_(shape);
-      }
-      const bool alias = o.defined() && (o.is_alias_of(x) || o.is_alias_of(y) || o.is_alias_of(cond));
-      at::Tensor dst = o.defined() && !alias ? o : at::empty(shape, x.options());
-      copy_on_device(dst, y.expand(shape));
-      iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
-                 .resize_outputs(false).add_output(dst).add_const_input(x).add_const_input(cond).build();
-      emit_elementwise(id, iter, to_dtype(rt, "where"), Scalar{});
-      if (alias) o.copy_(dst);
-      return c.ret(o.defined() ? o : dst);
-    }
-    case K_CLAMP: {  // torch's clamp meta: integer self promotes with the bounds (not in place)
-      a_self = c.tensor("self");
-      const std::optional<c10::Scalar> lo = c.has("min") ? std::optional(c["min"].toScalar()) : std::nullopt;
-      const std::optional<c10::Scalar> hi = c.has("max") ? std::optional(c["max"].toScalar()) : std::nullopt;
-      TORCH_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
-      c10::ScalarType rt = a_self.scalar_type();
-      const bool promotes = c.schema.name() == "aten::clamp" || c.schema.name() == "aten::clamp_";  // not _min/_max
-      if (!c10::isFloatingType(rt) && promotes) {
-        at::native::ResultTypeState st{};
-        st = at::native::update_result_type_state(a_self, st);
-        if (lo) st = at::native::update_result_type_state(*lo, st);
-        if (hi) st = at::native::update_result_type_state(*hi, st);
-        rt = at::native::result_type(st);
-        TORCH_CHECK(rt == a_self.scalar_type() || !c.inplace(), "result type ", rt,
-                    " can't be cast to the desired output type ", a_self.scalar_type());
-        if (rt != a_self.scalar_type()) a_self = a_self.to(rt);
-      }
-      const bool flt = c10::isFloatingType(rt);
-      const double inf = std::numeric_limits<double>::infinity();
-      // An absent bound is the widest the result dtype holds (the shader narrows bounds to it).
-      auto int_range = [](c10::ScalarType t) -> std::pair<int64_t, int64_t> {
-        switch (t) {
-          case c10::ScalarType::Byte: return {0, 255};
-          case c10::ScalarType::Char: return {-128, 127};
-          case c10::ScalarType::Short: return {-32768, 32767};
-          case c10::ScalarType::Int: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-          default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
-        }
-      };
-      const auto [imin, imax] = int_range(rt);
-      Scalar s_lo = flt ? Scalar{-inf, 0} : Scalar{double(imin), imin};
-      Scalar s_hi = flt ? Scalar{inf, 0} : Scalar{double(imax), imax};
-      if (lo) check_fits(*lo, rt), s_lo = to_scalar(*lo);
-      if (hi) check_fits(*hi, rt), s_hi = to_scalar(*hi);
-      iter.build_unary_op(out, a_self);
-      s0 = s_lo;
-      s1 = s_hi;
-      break;
-    }
-    case K_UNARY: iter.build_unary_op(out, c.tensor("self")); break;
-    case K_UNARY_FLOAT: iter.build_unary_float_op(out, c.tensor("self")); break;
-    case K_BINARY: iter.build_binary_op(out, c.tensor("self"), wrap(c.arg(1))); break;  // other, or min/max
-    case K_BINARY_FLOAT: iter.build_binary_float_op(out, c.tensor("self"), wrap(c["other"])); break;
-    case K_COMPARE: iter.build_comparison_op(out, c.tensor("self"), wrap(c["other"])); break;
-    case K_THRESHOLD_BWD:
-      a_self = c.tensor("self");
-      a_grad = c.tensor("grad_output");
-      // out = self <= threshold ? 0 : grad_output   (a = self, b = grad_output)
-      iter = at::TensorIteratorConfig().set_check_mem_overlap(false).add_output(out)
-                 .add_const_input(a_self).add_const_input(a_grad)
-                 .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
-                 .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
-      s0 = to_scalar(c["threshold"].toScalar());
-      break;
-    case K_GRAD_BWD:  // (grad_output, output) or (grad_output, self): a = grad_output, b = the other
-      a_grad = c.tensor("grad_output");
-      a_self = c.has("output") ? c.tensor("output") : c.tensor("self");
-      iter.build_borrowing_binary_op(out, a_grad, a_self);
-      break;
-    default: TORCH_INTERNAL_ASSERT(false, "vkml: not an elementwise kind");
-  }
+namespace {
+
+// What every row does once its iterator is built: the common dtype against the row's dtypes,
+// alpha (add/sub), the nodes, the result.
+void run(OpId id, Call& c, at::TensorIteratorBase& iter, ElementwiseArgs args) {
   const c10::ScalarType common = iter.common_dtype();
-  DType ct = to_dtype(common, op_info(id).name);
+  const DType ct = to_dtype(common, op_info(id).name);
   check_dtype(id, ct);
   if (c.has("alpha")) {
-    c10::Scalar alpha = c["alpha"].toScalar();
+    const c10::Scalar alpha = c["alpha"].toScalar();
     check_alpha(common, alpha);
-    s0 = to_scalar(alpha);
-  } else if (kind == K_BINARY || kind == K_BINARY_FLOAT) {
-    s0 = Scalar{1.0, 1};
-  } else if (id == OpId::bitwise_not) {
-    s0 = common == c10::ScalarType::Bool ? Scalar{1.0, 1} : Scalar{-1.0, -1};  // a ^ s: logical not for bool
+    args.s0 = to_scalar(alpha);
   }
-  emit_elementwise(id, iter, ct, s0, s1);
+  emit_elementwise(id, iter, ct, args);
   c.ret(iter.output());
 }
 
-// The copy rule of graph/node.h: compute in f64 if either side is f64, integers in i64, else f32.
+at::Tensor out_of(Call& c) { return c.inplace() ? c.tensor("self") : c.out(); }
+
+}  // namespace
+
+void ew_fill(OpId id, Call& c) {
+  at::Tensor self = c.tensor("self");
+  ElementwiseArgs args;
+  if (c.has("value")) {
+    const c10::Scalar v = c["value"].toScalar();
+    if (self.numel() != 1) check_fits(v, self.scalar_type());  // torch's 1-element fast path skips it
+    args.s0 = to_scalar(v);
+  }
+  auto iter = at::TensorIteratorConfig().add_output(self).resize_outputs(false).check_all_same_dtype(false).build();
+  emit_elementwise(id, iter, to_dtype(self.scalar_type(), "fill_"), args);
+  c.ret(self);
+}
+
+// In place: self = mask ? value : self (mask broadcast to self).
+void ew_masked_fill(OpId id, Call& c) {
+  at::Tensor self = c.tensor("self");
+  const at::Tensor& mask = c.tensor("mask");
+  TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  c10::Scalar v;
+  if (c["value"].isTensor()) {
+    const at::Tensor& vt = c.tensor("value");
+    TORCH_CHECK(vt.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+                vt.dim(), " dimension(s).");
+    v = vt.item();  // as torch's CUDA kernel: the value is read back (one synchronisation if on vkml)
+  } else {
+    v = c["value"].toScalar();
+  }
+  check_fits(v, self.scalar_type());
+  auto iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
+                  .resize_outputs(false).add_output(self).add_const_input(self).add_const_input(mask).build();
+  ElementwiseArgs args;
+  args.s0 = to_scalar(v);
+  emit_elementwise(id, iter, to_dtype(self.scalar_type(), "masked_fill_"), args);
+  c.ret(self);
+}
+
+// out = other (broadcast), then out = condition ? self : out (two nodes).
+void ew_where(OpId id, Call& c) {
+  at::Tensor cond = c.tensor("condition");
+  at::Tensor x = c.tensor("self"), y = c.tensor("other");
+  TORCH_CHECK(cond.scalar_type() == c10::ScalarType::Bool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
+  const c10::ScalarType rt = at::result_type(x, y);
+  const c10::Device dev = x.device().type() == c10::DeviceType::PrivateUse1 ? x.device()
+                        : y.device().type() == c10::DeviceType::PrivateUse1 ? y.device() : cond.device();
+  auto on_dev = [&](at::Tensor t, c10::ScalarType st) { return t.to(dev, st); };  // 0-dim CPU ones move
+  cond = on_dev(cond, c10::ScalarType::Bool);
+  x = on_dev(x, rt);
+  y = on_dev(y, rt);
+  const auto shape = at::infer_size_dimvector(at::infer_size_dimvector(cond.sizes(), x.sizes()), y.sizes());
+  at::Tensor o = c.out();
+  if (o.defined()) {
+    TORCH_CHECK(o.scalar_type() == rt, "Expected out type to be ", rt, " but got ", o.scalar_type());
+    if (o.sizes() != c10::IntArrayRef(shape)) o.resize_(shape);
+  }
+  const bool alias = o.defined() && (o.is_alias_of(x) || o.is_alias_of(y) || o.is_alias_of(cond));
+  at::Tensor dst = o.defined() && !alias ? o : at::empty(shape, x.options());
+  copy_on_device(dst, y.expand(shape));
+  auto iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
+                  .resize_outputs(false).add_output(dst).add_const_input(x).add_const_input(cond).build();
+  ElementwiseArgs args;
+  args.reads_out = true;
+  emit_elementwise(id, iter, to_dtype(rt, "where"), args);
+  if (alias) o.copy_(dst);
+  c.ret(o.defined() ? o : dst);
+}
+
+// torch's clamp meta: integer self promotes with the bounds (not in place).
+void ew_clamp(OpId id, Call& c) {
+  at::Tensor self = c.tensor("self");
+  const std::optional<c10::Scalar> lo = c.has("min") ? std::optional(c["min"].toScalar()) : std::nullopt;
+  const std::optional<c10::Scalar> hi = c.has("max") ? std::optional(c["max"].toScalar()) : std::nullopt;
+  TORCH_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  c10::ScalarType rt = self.scalar_type();
+  const bool promotes = c.schema.name() == "aten::clamp" || c.schema.name() == "aten::clamp_";  // not _min/_max
+  if (!c10::isFloatingType(rt) && promotes) {
+    at::native::ResultTypeState st{};
+    st = at::native::update_result_type_state(self, st);
+    if (lo) st = at::native::update_result_type_state(*lo, st);
+    if (hi) st = at::native::update_result_type_state(*hi, st);
+    rt = at::native::result_type(st);
+    TORCH_CHECK(rt == self.scalar_type() || !c.inplace(), "result type ", rt,
+                " can't be cast to the desired output type ", self.scalar_type());
+    if (rt != self.scalar_type()) self = self.to(rt);
+  }
+  const bool flt = c10::isFloatingType(rt);
+  const double inf = std::numeric_limits<double>::infinity();
+  // An absent bound is the widest the result dtype holds (the shader narrows bounds to it).
+  auto int_range = [](c10::ScalarType t) -> std::pair<int64_t, int64_t> {
+    switch (t) {
+      case c10::ScalarType::Byte: return {0, 255};
+      case c10::ScalarType::Char: return {-128, 127};
+      case c10::ScalarType::Short: return {-32768, 32767};
+      case c10::ScalarType::Int: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+      default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    }
+  };
+  const auto [imin, imax] = int_range(rt);
+  ElementwiseArgs args;
+  args.s0 = flt ? Scalar{-inf, 0} : Scalar{double(imin), imin};
+  args.s1 = flt ? Scalar{inf, 0} : Scalar{double(imax), imax};
+  if (lo) check_fits(*lo, rt), args.s0 = to_scalar(*lo);
+  if (hi) check_fits(*hi, rt), args.s1 = to_scalar(*hi);
+  args.scalar_b = true;  // b is the upper bound
+  args.round_scalars = true;
+  at::TensorIterator iter;
+  iter.build_unary_op(out_of(c), self);
+  run(id, c, iter, args);
+}
+
+void ew_unary(OpId id, Call& c) {
+  torch_checks(id, c);
+  at::TensorIterator iter;
+  iter.build_unary_op(out_of(c), c.tensor("self"));
+  run(id, c, iter, {});
+}
+
+void ew_unary_float(OpId id, Call& c) {
+  at::TensorIterator iter;
+  iter.build_unary_float_op(out_of(c), c.tensor("self"));
+  run(id, c, iter, {});
+}
+
+// a ^ s: s = -1 (all ones) for integers, 1 for bool (logical not).
+void ew_bitwise_not(OpId id, Call& c) {
+  at::TensorIterator iter;
+  iter.build_unary_op(out_of(c), c.tensor("self"));
+  ElementwiseArgs args;
+  args.s0 = iter.common_dtype() == c10::ScalarType::Bool ? Scalar{1.0, 1} : Scalar{-1.0, -1};
+  run(id, c, iter, args);
+}
+
+void ew_binary(OpId id, Call& c) {  // the second argument is `other`, or clamp_min/max's bound
+  torch_checks(id, c);
+  at::TensorIterator iter;
+  iter.build_binary_op(out_of(c), c.tensor("self"), wrap(c.arg(1)));
+  ElementwiseArgs args;
+  args.s0 = Scalar{1.0, 1};  // alpha, unless given
+  run(id, c, iter, args);
+}
+
+void ew_binary_float(OpId id, Call& c) {
+  at::TensorIterator iter;
+  iter.build_binary_float_op(out_of(c), c.tensor("self"), wrap(c["other"]));
+  ElementwiseArgs args;
+  args.s0 = Scalar{1.0, 1};
+  run(id, c, iter, args);
+}
+
+void ew_compare(OpId id, Call& c) {
+  at::TensorIterator iter;
+  iter.build_comparison_op(out_of(c), c.tensor("self"), wrap(c["other"]));
+  run(id, c, iter, {});
+}
+
+// out = self <= threshold ? 0 : grad_output   (a = self, b = grad_output)
+void ew_threshold_bwd(OpId id, Call& c) {
+  const at::Tensor self = c.tensor("self"), grad = c.tensor("grad_output");
+  const at::Tensor out = out_of(c);
+  auto iter = at::TensorIteratorConfig().set_check_mem_overlap(false).add_output(out)
+                  .add_const_input(self).add_const_input(grad)
+                  .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
+                  .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
+  ElementwiseArgs args;
+  args.s0 = to_scalar(c["threshold"].toScalar());
+  args.round_scalars = true;
+  run(id, c, iter, args);
+}
+
+// (grad_output, output) or (grad_output, self): a = grad_output, b = the other.
+void ew_grad_bwd(OpId id, Call& c) {
+  const at::Tensor grad = c.tensor("grad_output");
+  const at::Tensor other = c.has("output") ? c.tensor("output") : c.tensor("self");
+  const at::Tensor out = out_of(c);
+  at::TensorIterator iter;
+  iter.build_borrowing_binary_op(out, grad, other);
+  run(id, c, iter, {});
+}
+
+// The copy rule: compute in f64 if either side is f64, integers in i64, else f32.
 DType copy_compute(DType dst, DType src) {
   if (dst == DType::f64 || src == DType::f64) return DType::f64;
   if (!is_float(dst) && !is_float(src)) return DType::i64;
@@ -337,7 +392,7 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   auto iter = at::TensorIteratorConfig().add_output(dst).add_const_input(src).resize_outputs(false)
                   .check_all_same_dtype(false).build();
   DType d = to_dtype(dst.scalar_type(), "copy_"), s = to_dtype(src.scalar_type(), "copy_");
-  emit_elementwise(OpId::copy, iter, copy_compute(d, s), Scalar{});
+  emit_elementwise(OpId::copy, iter, copy_compute(d, s), {});
 }
 
 }  // namespace vkml::aten

@@ -30,7 +30,7 @@ TensorDesc desc3(const at::Tensor& t, const char* op) {
 
 // Matrix-vector (addmv) and vector-vector (dot) products are the same node with [K] operands
 // viewed as [K, 1] (or [1, K]) and the result as [M, 1] (or [1, 1]).
-void gemm_kernel(OpId id, Call& c) {
+void gemm(OpId id, Call& c) {
   const char* name = op_info(id).name;
   const bool batched = id == OpId::bmm;
   at::Tensor a, b, bias;
@@ -106,12 +106,13 @@ void gemm_kernel(OpId id, Call& c) {
     n.op = id;
     n.nout = 1;
     n.nin = 3;
-    n.t[0] = desc3(r2, name);
-    n.t[1] = desc3(a2, name);
-    n.t[2] = desc3(b2, name);
-    if (bias.defined() && beta.f != 0) n.t[3] = desc3(bias, name);  // beta == 0 ignores bias (NaN too)
-    n.s[0] = alpha;
-    n.s[1] = beta;
+    n.compute = to_dtype(result.scalar_type(), name);
+    n.reduction = a2.size(-1);
+    n.args = GemmArgs{alpha, beta};
+    n.t[GemmArgs::c] = desc3(r2, name);
+    n.t[GemmArgs::a] = desc3(a2, name);
+    n.t[GemmArgs::b] = desc3(b2, name);
+    if (bias.defined() && beta.f != 0) n.t[GemmArgs::bias] = desc3(bias, name);  // beta == 0 ignores bias (NaN too)
     record(n);
   }
   c.ret(result);

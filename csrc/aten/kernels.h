@@ -1,22 +1,22 @@
-// The kernels of each kind (one file each), called from the table-driven registry.
+// The aten side of every op row: one function per row's ATEN column (csrc/aten/<family>.cpp),
+// declared here from the op rows and registered by registry.cpp. A row whose function is missing
+// does not link.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 #include "aten/call.h"
-#include "graph/op.h"
+#include "graph/node.h"
 
 namespace at { struct TensorIteratorBase; }
 
 namespace vkml::aten {
 
-void elementwise_kernel(OpId id, Call& c);
-void reduce_kernel(OpId id, Call& c);
-void gemm_kernel(OpId id, Call& c);
-void softmax_kernel(OpId id, Call& c);
-void nll_kernel(OpId id, Call& c);
+#define OP(NAME, FAMILY, ATEN, ...) void ATEN(OpId id, Call& c);
+#include "op_rows.def"
+#undef OP
 
 // Records the nodes of one TensorIterator (any ndim; split for 32-bit indexing).
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Scalar s0, Scalar s1 = {});
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args);
 // dst <- src, both on vkml (any dtypes, layouts; src broadcast to dst).
 void copy_on_device(const at::Tensor& dst, const at::Tensor& src);
 

@@ -40,61 +40,76 @@ void check_args(const at::Tensor& self, const at::Tensor& target, const at::Tens
               "nll_loss: expected target of dtype int64 (or uint8), got ", target.dtype());
 }
 
-}  // namespace
-
-void nll_kernel(OpId id, Call& c) {
+// Both directions share the argument checks and NllArgs.
+Node nll_node(OpId id, Call& c, at::Tensor& self, at::Tensor& target, at::Tensor& weight, bool backward) {
   const char* name = op_info(id).name;
-  at::Tensor self = c.tensor("self");
-  at::Tensor target = c.tensor("target");
-  at::Tensor weight = c.has("weight") ? c.tensor("weight") : at::Tensor();
+  self = c.tensor("self");
+  target = c.tensor("target");
+  weight = c.has("weight") ? c.tensor("weight") : at::Tensor();
   check_args(self, target, weight);
   check_dtype(id, to_dtype(self.scalar_type(), name));
   if (target.scalar_type() != c10::ScalarType::Long) target = target.to(c10::ScalarType::Long);
   if (weight.defined()) TORCH_CHECK(weight.scalar_type() == self.scalar_type(), name, ": weight dtype ",
                                     weight.dtype(), " differs from input dtype ", self.dtype());
   const int64_t reduction = c["reduction"].toInt();
-  const int64_t ignore_index = c["ignore_index"].toInt();
   Node n;
   n.op = id;
+  n.compute = to_dtype(self.scalar_type(), name);
+  NllArgs args;
   // A 1-D input has one sample: torch treats reduction none like sum there (total_weight = w[t]).
-  n.p[0] = reduction == 0 && self.dim() == 1 ? 2 : reduction;
-  n.p[1] = ignore_index;
-  if (id == OpId::nll_loss) {
-    const bool vec = reduction == 0 && self.dim() == 2;
-    at::Tensor output = at::empty(vec ? std::vector<int64_t>{self.size(0)} : std::vector<int64_t>{}, self.options());
-    // reduction none over an empty batch runs no node; total_weight is then 0 as on the CPU
-    at::Tensor total = vec && self.size(0) == 0 ? at::zeros({}, self.options()) : at::empty({}, self.options());
-    n.nout = 2;
-    n.nin = 3;
-    n.t[0] = vec ? desc_of(output, name) : as_vector(output, name);
-    n.t[1] = desc_of(total, name);
-    n.t[2] = as_matrix(self, name);
-    n.t[3] = as_vector(target, name);
-    if (weight.defined()) n.t[4] = desc_of(weight, name);
-    record(n);
-    at::Tensor out = c.out();
-    if (out.defined()) {  // nll_loss_forward.output(..., *, output, total_weight)
-      at::Tensor tw = c.tensor("total_weight");
-      if (out.sizes() != output.sizes()) out.resize_(output.sizes());
-      out.copy_(output);
-      tw.resize_({});
-      tw.copy_(total);
-      return c.ret(out, tw);
-    }
-    return c.ret(output, total);
+  args.reduction = reduction == 0 && self.dim() == 1 ? 2 : reduction;
+  args.ignore_index = c["ignore_index"].toInt();
+  args.backward = backward;
+  n.args = args;
+  if (!backward && reduction != 0 && self.dim() == 2) n.reduction = std::max<int64_t>(1, self.size(0));
+  return n;
+}
+
+}  // namespace
+
+void nll_forward(OpId id, Call& c) {
+  using A = NllArgs;
+  const char* name = op_info(id).name;
+  at::Tensor self, target, weight;
+  Node n = nll_node(id, c, self, target, weight, false);
+  const bool vec = n.as<A>().reduction == 0 && self.dim() == 2;
+  at::Tensor output = at::empty(vec ? std::vector<int64_t>{self.size(0)} : std::vector<int64_t>{}, self.options());
+  // reduction none over an empty batch runs no node; total_weight is then 0 as on the CPU
+  at::Tensor total = vec && self.size(0) == 0 ? at::zeros({}, self.options()) : at::empty({}, self.options());
+  n.nout = 2;
+  n.nin = 3;
+  n.t[A::out] = vec ? desc_of(output, name) : as_vector(output, name);
+  n.t[A::total_weight] = desc_of(total, name);
+  n.t[A::input] = as_matrix(self, name);
+  n.t[A::target] = as_vector(target, name);
+  if (weight.defined()) n.t[A::weight] = desc_of(weight, name);
+  record(n);
+  at::Tensor out = c.out();
+  if (out.defined()) {  // nll_loss_forward.output(..., *, output, total_weight)
+    at::Tensor tw = c.tensor("total_weight");
+    into(out, output);
+    into(tw, total);
+    return c.ret(out, tw);
   }
-  // backward
+  c.ret(output, total);
+}
+
+void nll_backward(OpId id, Call& c) {
+  using A = NllArgs;
+  const char* name = op_info(id).name;
+  at::Tensor self, target, weight;
+  Node n = nll_node(id, c, self, target, weight, true);
   at::Tensor grad_output = c.tensor("grad_output");
   at::Tensor total = c.tensor("total_weight");
   at::Tensor grad_input = at::zeros_like(self, at::MemoryFormat::Contiguous);
   if (grad_input.numel() > 0) {
     n.nout = 1;
     n.nin = 4;
-    n.t[0] = as_matrix(grad_input, name);
-    n.t[1] = as_vector(grad_output, name);
-    n.t[2] = as_vector(target, name);
-    if (weight.defined()) n.t[3] = desc_of(weight, name);
-    n.t[4] = desc_of(total, name);
+    n.t[A::grad_input] = as_matrix(grad_input, name);
+    n.t[A::grad_output] = as_vector(grad_output, name);
+    n.t[A::bwd_target] = as_vector(target, name);
+    if (weight.defined()) n.t[A::bwd_weight] = desc_of(weight, name);
+    n.t[A::bwd_total_weight] = desc_of(total, name);
     record(n);
   }
   ret_result(c, grad_input);

@@ -13,6 +13,7 @@
 #include "aten/call.h"
 #include "aten/common.h"
 #include "aten/kernels.h"
+#include "core/coalesce.h"
 
 namespace vkml::aten {
 namespace {
@@ -23,25 +24,18 @@ struct Dims {
   std::vector<int64_t> sizes, strides;
 };
 
-// Merge dim i into i+1 when they walk memory as one; drop size-1 dims.
-Dims coalesce(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+// The dims merged as core/coalesce.h does (size-1 dims dropped, dense neighbours merged).
+Dims merged(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t osz[kMaxDims], ost[1][kMaxDims];
+  const int64_t* st[1] = {strides.data()};
+  const int m = vkml::coalesce(int(sizes.size()), sizes.data(), st, 1, kMaxDims, osz, ost);
   Dims d;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 1) continue;
-    if (!d.sizes.empty() && d.strides.back() == strides[i] * sizes[i]) {
-      d.sizes.back() *= sizes[i];
-      d.strides.back() = strides[i];
-    } else {
-      d.sizes.push_back(sizes[i]);
-      d.strides.push_back(strides[i]);
-    }
-  }
+  for (int i = 0; i < m; ++i) d.sizes.push_back(osz[i]), d.strides.push_back(ost[0][i]);
   return d;
 }
 
-c10::ScalarType out_dtype(OpId id, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  const Kind kind = op_info(id).kind;
-  if (kind == K_ARGREDUCE) return c10::ScalarType::Long;
+c10::ScalarType out_dtype(OpId id, bool indices, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  if (indices) return c10::ScalarType::Long;
   if (id == OpId::sum) {
     if (dtype) return *dtype;
     return c10::isIntegralType(self.scalar_type(), true) ? c10::ScalarType::Long : self.scalar_type();
@@ -57,9 +51,8 @@ c10::ScalarType out_dtype(OpId id, const at::Tensor& self, std::optional<c10::Sc
   return self.scalar_type();
 }
 
-}  // namespace
-
-void reduce_kernel(OpId id, Call& c) {
+// values (sum, mean, amax, amin) or indices (argmax, argmin) of a reduction over some dims.
+void reduce(OpId id, Call& c, bool indices) {
   const OpInfo& info = op_info(id);
   at::Tensor self = c.tensor("self");
   const int64_t nd = self.dim();
@@ -82,15 +75,16 @@ void reduce_kernel(OpId id, Call& c) {
   const bool keepdim = c.has("keepdim") && c["keepdim"].toBool();
   std::optional<c10::ScalarType> dtype;
   if (c.has("dtype")) dtype = c["dtype"].toScalarType();
-  const c10::ScalarType odt = out_dtype(id, self, dtype);
-  check_dtype(id, to_dtype(info.kind == K_ARGREDUCE ? self.scalar_type() : odt, info.name));
+  const c10::ScalarType odt = out_dtype(id, indices, self, dtype);
+  const c10::ScalarType ct = indices ? self.scalar_type() : odt;  // the dtype the op computes in
+  check_dtype(id, to_dtype(ct, info.name));
 
   // Empty reductions that have no identity are errors, as on the CPU.
-  if (info.kind == K_ARGREDUCE || id == OpId::amax || id == OpId::amin) {
+  if (indices || id == OpId::amax || id == OpId::amin) {
     const char* name = c.schema.name() == "aten::max" ? "max" : c.schema.name() == "aten::min" ? "min" : info.name;
     if (all) {  // torch raises IndexError for argmax/argmin, RuntimeError for the others
       const bool ok = self.numel() > 0;
-      if (info.kind == K_ARGREDUCE) {
+      if (indices) {
         TORCH_CHECK_INDEX(ok, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
       } else {
         TORCH_CHECK(ok, name, "(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -117,13 +111,13 @@ void reduce_kernel(OpId id, Call& c) {
   at::Tensor result = at::empty(oshape, self.options().dtype(odt));
   if (result.numel() > 0) {
     at::Tensor in = self;
-    Dims k = coalesce(kshape, kstride), r = coalesce(rshape, rstride);
+    Dims k = merged(kshape, kstride), r = merged(rshape, rstride);
     if (int(k.sizes.size()) > kGroupDims || int(r.sizes.size()) > kGroupDims) {
       in = self.contiguous();
       std::vector<int64_t> ks, rs;
       for (int64_t d = 0; d < nd; ++d) (red[size_t(d)] ? rs : ks).push_back(in.stride(d));
-      k = coalesce(kshape, ks);
-      r = coalesce(rshape, rs);
+      k = merged(kshape, ks);
+      r = merged(rshape, rs);
     }
     TORCH_CHECK_NOT_IMPLEMENTED(int(k.sizes.size()) <= kGroupDims && int(r.sizes.size()) <= kGroupDims,
                                 "vkml: ", signature(info.name, {&self}), ": too many non-adjacent dims");
@@ -131,7 +125,12 @@ void reduce_kernel(OpId id, Call& c) {
     n.op = id;
     n.nout = 1;
     n.nin = 1;
-    TensorDesc& o = n.t[0];
+    n.compute = to_dtype(ct, info.name);
+    n.reduction = std::max<int64_t>(1, self.numel() / std::max<int64_t>(1, result.numel()));
+    ReduceArgs args;
+    args.kept = int(k.sizes.size());
+    n.args = args;
+    TensorDesc& o = n.t[ReduceArgs::out];
     o.addr = addr_of(result);
     o.dtype = to_dtype(odt, info.name);
     o.ndim = uint8_t(k.sizes.size());
@@ -141,7 +140,7 @@ void reduce_kernel(OpId id, Call& c) {
       o.strides[i] = st;
       st *= k.sizes[size_t(i)];
     }
-    TensorDesc& t = n.t[1];
+    TensorDesc& t = n.t[ReduceArgs::in];
     t.addr = in.numel() ? addr_of(in) : 0;
     t.dtype = to_dtype(in.scalar_type(), info.name);
     t.ndim = uint8_t(k.sizes.size() + r.sizes.size());
@@ -153,7 +152,6 @@ void reduce_kernel(OpId id, Call& c) {
       t.sizes[o.ndim] = 0;
       t.strides[o.ndim] = 1;
     }
-    n.p[0] = int64_t(k.sizes.size());
     record(n);
   }
   at::Tensor out = c.out();
@@ -163,6 +161,11 @@ void reduce_kernel(OpId id, Call& c) {
   }
   ret_result(c, result);
 }
+
+}  // namespace
+
+void reduce_values(OpId id, Call& c) { reduce(id, c, false); }
+void reduce_indices(OpId id, Call& c) { reduce(id, c, true); }
 
 }  // namespace vkml::aten
 

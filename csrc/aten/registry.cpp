@@ -1,30 +1,26 @@
-// Table-driven registration: every overload named in graph/ops.def gets a boxed kernel that knows
-// its row. Adding an op never touches this file.
+// Table-driven registration: every overload named in the op rows gets a boxed kernel that calls
+// the row's ATEN function with the row's id. Adding an op never touches this file.
 #include <torch/library.h>
 
 #include <memory>
 
 #include "aten/call.h"
 #include "aten/kernels.h"
+#include "aten/trace.h"
 
 namespace vkml::aten {
-namespace {
 
-Kernel kernel_for(Kind k) {
-  switch (family_of(k)) {
-    case Family::elementwise: return &elementwise_kernel;
-    case Family::reduce: return &reduce_kernel;
-    case Family::gemm: return &gemm_kernel;
-    case Family::softmax: return &softmax_kernel;
-    case Family::nll: return &nll_kernel;
-    case Family::transfer: return nullptr;
-  }
-  return nullptr;
+// Rows without overloads (copy, transfer) are reached from other kernels, never from torch.
+void internal(OpId id, Call&) {
+  TORCH_INTERNAL_ASSERT(false, "vkml: internal op ", op_info(id).name, " was dispatched");
 }
+
+namespace {
 
 struct RowKernel final : c10::OperatorKernel {
   RowKernel(OpId id, Kernel fn) : id(id), fn(fn) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    if (tracing()) trace(op, Path::native);
     Call c(op, stack);
     fn(id, c);
   }
@@ -32,8 +28,7 @@ struct RowKernel final : c10::OperatorKernel {
   Kernel fn;
 };
 
-void register_row(torch::Library& m, OpId id, std::initializer_list<const char*> overloads) {
-  Kernel fn = kernel_for(op_info(id).kind);
+void register_row(torch::Library& m, OpId id, Kernel fn, std::initializer_list<const char*> overloads) {
   for (const char* name : overloads)
     m.impl(name, torch::CppFunction::makeFromBoxedKernel(
                      c10::BoxedKernel::makeFromFunctor(std::make_unique<RowKernel>(id, fn))));
@@ -42,8 +37,8 @@ void register_row(torch::Library& m, OpId id, std::initializer_list<const char*>
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define OP(NAME, KIND, OPCODE, ORACLE, DTYPES, TOL, ...) register_row(m, OpId::NAME, {__VA_ARGS__});
-#include "graph/ops.def"
+#define OP(NAME, FAMILY, ATEN, OPCODE, ORACLE, DTYPES, TOL, ...) register_row(m, OpId::NAME, &ATEN, {__VA_ARGS__});
+#include "op_rows.def"
 #undef OP
 }
 

@@ -25,11 +25,8 @@ TensorDesc odi(const at::Tensor& t, int64_t dim, const char* op) {
   return d;
 }
 
-}  // namespace
-
-void softmax_kernel(OpId id, Call& c) {
+void softmax(OpId id, Call& c, bool bwd) {
   const char* name = op_info(id).name;
-  const bool bwd = op_info(id).kind == K_SOFTMAX_BWD;
   at::Tensor x = (bwd ? c.tensor("grad_output") : c.tensor("self")).contiguous();
   const int64_t dim = at::maybe_wrap_dim(c["dim"].toInt(), x.dim());
   at::Tensor y;
@@ -49,12 +46,20 @@ void softmax_kernel(OpId id, Call& c) {
     n.op = id;
     n.nout = 1;
     n.nin = bwd ? 2 : 1;
-    n.t[0] = odi(result, dim, name);
-    n.t[1] = odi(x, dim, name);
-    if (bwd) n.t[2] = odi(y, dim, name);
+    n.compute = to_dtype(result.scalar_type(), name);
+    n.reduction = x.dim() ? x.size(dim) : 1;
+    n.args = SoftmaxArgs{bwd};
+    n.t[SoftmaxArgs::out] = odi(result, dim, name);
+    n.t[SoftmaxArgs::in] = odi(x, dim, name);
+    if (bwd) n.t[SoftmaxArgs::fwd_out] = odi(y, dim, name);
     record(n);
   }
   ret_result(c, result);
 }
+
+}  // namespace
+
+void softmax_forward(OpId id, Call& c) { softmax(id, c, false); }
+void softmax_backward(OpId id, Call& c) { softmax(id, c, true); }
 
 }  // namespace vkml::aten

@@ -12,28 +12,6 @@
 namespace vkml {
 namespace {
 
-// The reduction length behind one output element; tolerance bounds grow with it.
-int64_t reduction_length(const Node& n) {
-  switch (family_of(op_info(n.op).kind)) {
-    case Family::reduce: {
-      int64_t len = 1;
-      for (int i = int(n.p[0]); i < n.t[1].ndim; ++i) len *= n.t[1].sizes[i];
-      return len;
-    }
-    case Family::gemm: return n.t[1].sizes[2];
-    case Family::softmax: return n.t[1].sizes[1];
-    case Family::nll: return n.t[0].ndim == 0 ? n.t[2].sizes[0] : 1;
-    default: return 1;
-  }
-}
-
-Compute compute_type(const Node& n) {
-  Kind k = op_info(n.op).kind;
-  if (family_of(k) == Family::elementwise) return compute_of(DType(n.p[0]));
-  if (k == K_ARGREDUCE) return compute_of(n.t[1].dtype);
-  return compute_of(n.t[0].dtype);
-}
-
 // Flushes the subnormals of the compute type in one host copy of an operand (sign kept), as a
 // flushing device reads them. float16 values are never f32 subnormals.
 void flush_subnormals(const TensorDesc& d, Compute c, uint8_t* p) {
@@ -64,7 +42,7 @@ Result<void> Device::run_checked(const Node& n) {
     VKML_TRY(download_locked(n.t[i].addr, host[i].data(), size_t(n.t[i].span_bytes())));
   }
   // On a device that flushes subnormals, a second oracle run on flushed inputs is also right.
-  const Compute ct = compute_type(n);
+  const Compute ct = compute_of(n.compute);
   const bool may_flush = flushes_subnormals(ct);
   std::vector<std::vector<uint8_t>> flushed;
   if (may_flush) flushed = host;
@@ -88,7 +66,7 @@ Result<void> Device::run_checked(const Node& n) {
     if (!n.t[o].addr) continue;
     auto cmp = [&](const uint8_t* alt) {
       return compare(n.t[o], got[o].data(), host[o].data(), info.tol, ct, o == 0 ? scale : std::vector<double>{},
-                     reduction_length(n), alt);
+                     n.reduction, alt);
     };
     Mismatch m = cmp(nullptr);
     if (m.failed && may_flush) {

@@ -23,22 +23,6 @@ struct Opened {
   std::string why;
 };
 
-Node transfer_node(uint64_t dst, uint64_t src, size_t bytes) {
-  Node n;
-  n.op = OpId::transfer;
-  n.nout = 1;
-  n.nin = 1;
-  for (int i = 0; i < 2; ++i) {
-    n.t[i].dtype = DType::u8;
-    n.t[i].ndim = 1;
-    n.t[i].sizes[0] = int64_t(bytes);
-    n.t[i].strides[0] = 1;
-  }
-  n.t[0].addr = dst;
-  n.t[1].addr = src;
-  return n;
-}
-
 }  // namespace
 
 static Opened& opened();

@@ -11,6 +11,7 @@
 
 #include "backend/api/backend.h"
 #include "graph/graph.h"
+#include "util/env.h"
 #include "util/result.h"
 
 namespace vkml {
@@ -53,6 +54,16 @@ class Device {
   Result<void> download(uint64_t src, void* dst, size_t bytes);
 
   Stats stats();
+
+  // Runs f(env()) under the device lock once everything pending has run (the switches check,
+  // eager and mutate change how nodes are recorded and lowered).
+  template <class F>
+  Result<void> with_switches(F f) {
+    std::lock_guard<std::recursive_mutex> g(mu_);
+    VKML_TRY(flush_locked());
+    f(env());
+    return {};
+  }
 
   // Whether float arithmetic in the compute type flushes subnormal inputs and results to zero.
   // Vulkan allows it unless a shader declares DenormPreserve, and e.g. NVIDIA does it for f32.

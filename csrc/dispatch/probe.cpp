@@ -34,10 +34,11 @@ Result<bool> Device::probe_flush(Compute c) {
   nd.op = OpId::mul;
   nd.nout = 1;
   nd.nin = 2;
-  nd.flags = kScalarB;
-  nd.p[0] = int64_t(dt);
-  nd.s[1].f = 1.0;
-  nd.s[1].i = 1;
+  nd.compute = dt;
+  ElementwiseArgs args;
+  args.scalar_b = true;
+  args.s1 = Scalar{1.0, 1};
+  nd.args = args;
   for (int i = 0; i < 2; ++i) {
     nd.t[i].dtype = dt;
     nd.t[i].ndim = 1;

@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include "aten/random.h"
+#include "aten/trace.h"
 #include "dispatch/compare.h"
 #include "dispatch/device.h"
 #include "graph/op.h"
@@ -21,25 +22,40 @@ namespace {
 
 Device* dev() { return Device::get(); }
 
-Device& need() {
-  Device* d = dev();
-  if (!d) throw std::runtime_error("vkml: no Vulkan device is available: " + Device::why_unavailable());
-  return *d;
+
+
+// An error as the Python exception torch would raise for it (OutOfMemoryError stays catchable).
+[[noreturn]] void throw_error(const Error& e) {
+  py::object type;
+  switch (e.code) {
+    case Err::out_of_memory: type = py::module_::import("torch").attr("OutOfMemoryError"); break;
+    case Err::unsupported: type = py::reinterpret_borrow<py::object>(PyExc_NotImplementedError); break;
+    case Err::invalid: type = py::reinterpret_borrow<py::object>(PyExc_ValueError); break;
+    default: type = py::reinterpret_borrow<py::object>(PyExc_RuntimeError); break;
+  }
+  PyErr_SetString(type.ptr(), (e.msg.rfind("vkml", 0) == 0 ? e.msg : "vkml: " + e.msg).c_str());
+  throw py::error_already_set();
 }
 
 void raise_if(const Result<void>& r) {
-  if (!r.ok()) throw std::runtime_error(r.error().msg);
+  if (!r.ok()) throw_error(r.error());
 }
 
-const char* kind_name(Kind k) {
-  switch (k) {
-#define K(x) case x: return #x;
-    K(K_FILL) K(K_COPY) K(K_UNARY) K(K_UNARY_FLOAT) K(K_BINARY) K(K_BINARY_FLOAT) K(K_COMPARE)
-    K(K_THRESHOLD_BWD) K(K_GRAD_BWD) K(K_MASKED_FILL) K(K_CLAMP) K(K_WHERE) K(K_REDUCE) K(K_ARGREDUCE) K(K_GEMM) K(K_SOFTMAX) K(K_SOFTMAX_BWD) K(K_NLL)
-    K(K_NLL_BWD) K(K_TRANSFER)
-#undef K
+Device& need() {
+  Device* d = dev();
+  if (!d) throw_error(fail(Err::no_device, "no Vulkan device is available: " + Device::why_unavailable()));
+  return *d;
+}
+
+template <class F>
+void set_switch(F f) {
+  Result<void> r;
+  {
+    py::gil_scoped_release nogil;
+    if (Device* d = dev()) r = d->with_switches(f);
+    else f(env());
   }
-  return "?";
+  raise_if(r);
 }
 
 py::list op_table() {
@@ -48,7 +64,8 @@ py::list op_table() {
     const OpInfo& i = op_info(id);
     py::dict r;
     r["name"] = i.name;
-    r["kind"] = kind_name(i.kind);
+    r["family"] = family_name(i.family);
+    r["aten"] = i.aten;
     py::list dts;
     for (DType t : {DType::u8, DType::i8, DType::i16, DType::i32, DType::i64, DType::f16, DType::f32,
                     DType::f64, DType::b8, DType::bf16})
@@ -62,8 +79,8 @@ py::list op_table() {
     r["overloads"] = ov;
     rows.append(r);
   };
-#define OP(NAME, KIND, OPCODE, ORACLE, DTYPES, TOL, ...) add(OpId::NAME, {__VA_ARGS__});
-#include "graph/ops.def"
+#define OP(NAME, FAMILY, ATEN, OPCODE, ORACLE, DTYPES, TOL, ...) add(OpId::NAME, {__VA_ARGS__});
+#include "op_rows.def"
 #undef OP
   return rows;
 }
@@ -87,7 +104,7 @@ void crash_trace(int sig) {
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-  if (const char* t = std::getenv("VKML_CRASH_TRACE"); t && *t == '1') {
+  if (env().crash_trace) {
     static char alt[1 << 16];  // the handler must run even when the stack overflowed
     stack_t ss{};
     ss.ss_sp = alt;
@@ -192,19 +209,22 @@ PYBIND11_MODULE(_C, m) {
     std::snprintf(buf, sizeof buf, ": got %.9g, expected %.9g", m.got, m.expected);
     return m.where + buf;
   });
-  m.def("set_check", [](bool on) {
-    if (Device* d = dev()) raise_if(d->flush());
-    env().check = on;
-  });
+  // Switches change under the device lock, after what was recorded under the old ones has run.
+  m.def("set_check", [](bool on) { set_switch([on](Env& e) { e.check = on; }); });
   m.def("check_enabled", [] { return env().check; });
-  m.def("set_eager", [](bool on) {
-    if (Device* d = dev()) raise_if(d->flush());
-    env().eager = on;
-  });
+  m.def("set_eager", [](bool on) { set_switch([on](Env& e) { e.eager = on; }); });
   m.def("eager_enabled", [] { return env().eager; });
-  m.def("set_mutation", [](const std::string& op) {
-    if (Device* d = dev()) raise_if(d->flush());
-    env().mutate = op;
+  m.def("set_mutation", [](const std::string& op) { set_switch([op](Env& e) { e.mutate = op; }); });
+  m.def("_trace_begin", [] { aten::set_tracing(true); });
+  m.def("_trace_end", [] { aten::set_tracing(false); });
+  m.def("_trace_reset", [] { aten::trace_reset(); });
+  m.def("_trace", [](const std::string& op, const std::string& path) {
+    aten::trace(op, path == "decomposition" ? aten::Path::decomposition : aten::Path::composite);
+  });
+  m.def("_trace_counts", [] {
+    py::dict r;
+    for (const auto& [k, n] : aten::trace_counts()) r[py::make_tuple(k.first, k.second)] = n;
+    return r;
   });
   m.def("cpu_fallback_enabled", [] { return env().cpu_fallback; });
   m.def("op_table", &op_table);

@@ -19,6 +19,8 @@ Env read() {
   e.check = flag("VKML_CHECK");
   e.min_spec = flag("VKML_MIN_SPEC");
   e.cpu_fallback = flag("VKML_CPU_FALLBACK");
+  e.trace = flag("VKML_TRACE");
+  e.crash_trace = flag("VKML_CRASH_TRACE");
   e.device = integer("VKML_DEVICE", -1);
   e.max_pending = integer("VKML_MAX_PENDING", 4096);
   if (e.max_pending < 1) e.max_pending = 1;

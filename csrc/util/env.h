@@ -11,6 +11,8 @@ struct Env {
   bool cpu_fallback = false;  // VKML_CPU_FALLBACK=1: unsupported ops run on the CPU, warning once
   int device = -1;            // VKML_DEVICE=N: pick Vulkan device N (after ordering); -1 = best
   int max_pending = 4096;     // VKML_MAX_PENDING: flush when this many nodes are pending
+  bool trace = false;         // VKML_TRACE=1: log each aten op reaching vkml once (path taken), counts at exit
+  bool crash_trace = false;   // VKML_CRASH_TRACE=1: print the native stack on SIGSEGV/SIGBUS
   std::string mutate;         // VKML_MUTATE=op: test hook, runs a wrong kernel for `op` on purpose
 };
 

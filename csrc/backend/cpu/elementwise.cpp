@@ -1,22 +1,14 @@
-// Elementwise kinds (fill, copy, unary, binary, compare, threshold_backward): one loop over the
-// output's multi-index, as TensorIterator does on the CPU: each input is cast to the common dtype
-// p[0], the row's scalar function runs in that dtype's compute type, the result is cast to p[0]
-// (a no-op unless the output is wider) and then to the output dtype.
+// The elementwise family: one loop over the output's multi-index, as TensorIterator does on the
+// CPU: each input is cast to the common dtype n.compute, the row's scalar function runs in that
+// dtype's compute type, the result is cast to n.compute (a no-op unless the output is wider) and
+// then to the output dtype.
 #include <cmath>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/elementwise.h"
 
 namespace vkml::cpu {
 namespace {
-
-int inputs_of(Kind k) {
-  switch (k) {
-    case K_FILL: return 0;
-    case K_COPY: case K_UNARY: case K_UNARY_FLOAT: case K_CLAMP: return 1;
-    default: return 2;
-  }
-}
 
 // Scalars arrive as a double and an int64; the compute type picks one (f32 compute: float(f)).
 template <class T> T scalar_as(const Scalar& s) {
@@ -26,23 +18,24 @@ template <class T> T scalar_as(const Scalar& s) {
 
 template <class T>
 void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
-  const DType ct = DType(n.p[0]);
-  const Kind kind = op_info(n.op).kind;
-  const int nin = inputs_of(kind);
-  const bool scalar_b = nin == 2 && (n.flags & kScalarB);
-  const TensorDesc& out = n.t[0];
-  T s = scalar_as<T>(n.s[0]);
-  if (kind == K_THRESHOLD_BWD || kind == K_CLAMP) s = through(s, ct);  // torch: threshold.to<scalar_t>()
-  const T bs = kind == K_CLAMP ? through(scalar_as<T>(n.s[1]), ct) : scalar_as<T>(n.s[1]);
+  using A = ElementwiseArgs;
+  const A& args = n.as<A>();
+  const DType ct = n.compute;
+  const int nin = n.nin;
+  const bool scalar_b = args.scalar_b;
+  const TensorDesc& out = n.t[A::out];
+  T s = scalar_as<T>(args.s0);
+  T bs = scalar_as<T>(args.s1);
+  if (args.round_scalars) s = through(s, ct), bs = through(bs, ct);
   const int64_t numel = out.numel();
   if (scale) scale->assign(size_t(numel), 0.0);
   for (int64_t lin = 0; lin < numel; ++lin) {
     T a = T(0), b = T(0);
-    if (nin >= 1) a = through(load<T>(at(n.t[1], offset_of(n.t[1], lin)), n.t[1].dtype), ct);
-    if (scalar_b || kind == K_CLAMP) b = bs;
-    else if (nin == 2) b = through(load<T>(at(n.t[2], offset_of(n.t[2], lin)), n.t[2].dtype), ct);
+    if (nin >= 1) a = through(load<T>(at(n.t[A::a], offset_of(n.t[A::a], lin)), n.t[A::a].dtype), ct);
+    if (scalar_b) b = bs;
+    else if (nin == 2) b = through(load<T>(at(n.t[A::b], offset_of(n.t[A::b], lin)), n.t[A::b].dtype), ct);
     uint8_t* o = at(out, offset_of(out, lin));
-    if (kind == K_WHERE) s = through(load<T>(o, out.dtype), ct);  // where: keeps the old value
+    if (args.reads_out) s = through(load<T>(o, out.dtype), ct);  // where: keeps the old value
     store(o, out.dtype, through(fn(a, b, s), ct));
     // Elementwise backward-error rows (log): the bound scales with max(|ref|, 1).
     if (scale) (*scale)[size_t(lin)] = std::fmax(std::fabs(load<double>(o, out.dtype)), 1.0);
@@ -52,14 +45,14 @@ void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
 }  // namespace
 
 Result<void> or_elementwise(const Node& n, std::vector<double>* scale, const EwFns& fns) {
-  const Kind kind = op_info(n.op).kind;
-  const DType ct = DType(n.p[0]);
+  const DType ct = n.compute;
+  if (!std::holds_alternative<ElementwiseArgs>(n.args)) return node_error(Err::invalid, n, "not elementwise arguments");
   if (!valid_dtype(ct) || !(op_info(n.op).dtypes & bit(ct)))
-    return node_error(Err::unsupported, n, "compute dtype code " + std::to_string(n.p[0]) +
+    return node_error(Err::unsupported, n, "compute dtype code " + std::to_string(int(ct)) +
                                                (valid_dtype(ct) ? std::string(" (") + dtype_name(ct) + ")" : "") +
                                                " not supported");
-  const int nin = inputs_of(kind);
-  const bool scalar_b = nin == 2 && (n.flags & kScalarB);
+  const int nin = n.nin;
+  const bool scalar_b = n.as<ElementwiseArgs>().scalar_b;
   if (!valid_dtype(n.t[0].dtype)) return node_error(Err::unsupported, n, "bad output dtype");
   for (int i = 1; i <= nin; ++i) {
     if (i == 2 && scalar_b) break;

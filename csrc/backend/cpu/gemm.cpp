@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/gemm.h"
 
 namespace vkml::cpu {
 namespace {
@@ -44,7 +44,8 @@ Result<void> or_gemm(const Node& n, std::vector<double>* scale) {
   if (a.n[0] != B || b.n[0] != B || a.n[1] != M || b.n[1] != K || b.n[2] != N ||
       (has_bias && (bias.n[0] != B || bias.n[1] != M || bias.n[2] != N)))
     return node_error(Err::invalid, n, "gemm shapes do not match C[B,M,N] = A[B,M,K] @ B[B,K,N]");
-  const double alpha = n.s[0].f, beta = n.s[1].f;
+  if (!std::holds_alternative<GemmArgs>(n.args)) return node_error(Err::invalid, n, "not gemm arguments");
+  const double alpha = n.as<GemmArgs>().alpha.f, beta = n.as<GemmArgs>().beta.f;
   const bool use_bias = has_bias && beta != 0;
   const bool want = wants_scale(n, scale);
   std::vector<double> res(size_t(B * M * N));

@@ -1,11 +1,11 @@
-// nll_loss forward and backward (operands as graph/node.h lists them), computed in double and
-// rounded once. Reduction p[0]: 0 none, 1 mean, 2 sum; p[1] = ignore_index. Mean divides by the
+// nll_loss forward and backward (operands as graph/families/nll.h names them), computed in double and
+// rounded once. Reduction: 0 none, 1 mean, 2 sum (NllArgs). Mean divides by the
 // total weight of the used targets, so all-ignored gives 0/0 = NaN, as torch does. An input of
 // rank 1 ([C], target 0-d) is taken as N = 1.
 #include <cmath>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/nll.h"
 
 namespace vkml::cpu {
 namespace {
@@ -31,20 +31,21 @@ Result<void> setup(const Node& n, const TensorDesc& mat, int ti, int wi, Nll* g)
     return node_error(Err::invalid, n, "nll target must be integer with N elements");
   if (g->weight && (!is_float(g->weight->dtype) || g->weight->numel() != g->C))
     return node_error(Err::invalid, n, "nll weight must be floating point with C elements");
-  if (n.p[0] < 0 || n.p[0] > 2) return node_error(Err::invalid, n, "nll reduction must be 0, 1 or 2");
+  if (n.as<NllArgs>().reduction < 0 || n.as<NllArgs>().reduction > 2) return node_error(Err::invalid, n, "nll reduction must be 0, 1 or 2");
   for (int64_t i = 0; i < g->N; ++i) {
     int64_t t = g->target_at(i);
-    if (t != n.p[1] && (t < 0 || t >= g->C))
+    if (t != n.as<NllArgs>().ignore_index && (t < 0 || t >= g->C))
       return node_error(Err::invalid, n, "target " + std::to_string(t) + " is out of bounds");
   }
   return {};
 }
 
 Result<void> forward(const Node& n, std::vector<double>* scale) {
-  const TensorDesc &out = n.t[0], &tw = n.t[1], &in = n.t[2];
+  using A = NllArgs;
+  const TensorDesc &out = n.t[A::out], &tw = n.t[A::total_weight], &in = n.t[A::input];
   Nll g;
-  VKML_TRY(setup(n, in, 3, 4, &g));
-  const int64_t red = n.p[0], ignore = n.p[1];
+  VKML_TRY(setup(n, in, A::target, A::weight, &g));
+  const int64_t red = n.as<A>().reduction, ignore = n.as<A>().ignore_index;
   if (red == 0 && out.numel() != g.N) return node_error(Err::invalid, n, "nll output must have N elements");
   if (red != 0 && out.numel() != 1) return node_error(Err::invalid, n, "nll output must be 0-d");
   const bool want = wants_scale(n, scale);
@@ -74,10 +75,11 @@ Result<void> forward(const Node& n, std::vector<double>* scale) {
 // Writes only grad_input[i, t_i] (the rest was zeroed by the caller), as torch does:
 // grad = -(mean ? gout / total_weight : gout); grad_input[i, t_i] = w[t_i] * grad.
 Result<void> backward(const Node& n) {
-  const TensorDesc &gin = n.t[0], &gout = n.t[1], &tw = n.t[4];
+  using A = NllArgs;
+  const TensorDesc &gin = n.t[A::grad_input], &gout = n.t[A::grad_output], &tw = n.t[A::bwd_total_weight];
   Nll g;
-  VKML_TRY(setup(n, gin, 2, 3, &g));
-  const int64_t red = n.p[0], ignore = n.p[1];
+  VKML_TRY(setup(n, gin, A::bwd_target, A::bwd_weight, &g));
+  const int64_t red = n.as<NllArgs>().reduction, ignore = n.as<NllArgs>().ignore_index;
   if (red == 0 && gout.numel() != g.N) return node_error(Err::invalid, n, "nll grad_output must have N elements");
   if (red != 0 && gout.numel() != 1) return node_error(Err::invalid, n, "nll grad_output must be 0-d");
   if (red == 1 && !tw.addr) return node_error(Err::invalid, n, "nll mean backward needs total_weight");
@@ -95,7 +97,8 @@ Result<void> backward(const Node& n) {
 }  // namespace
 
 Result<void> or_nll(const Node& n, std::vector<double>* scale) {
-  const bool bwd = op_info(n.op).kind == K_NLL_BWD;
+  if (!std::holds_alternative<NllArgs>(n.args)) return node_error(Err::invalid, n, "not nll arguments");
+  const bool bwd = n.as<NllArgs>().backward;
   const int fl[] = {0, 1, 2};  // float operands: out, total_weight, input (fwd) / gin, gout (bwd)
   for (int i : fl) {
     if (bwd && i == 2) break;

@@ -1,13 +1,13 @@
-// The oracle's entry point: a switch over OpId expanded from the ORACLE column of graph/ops.def.
-// Elementwise rows name a scalar template from ew_ops.h, instantiated here for float, double and
-// int64_t; other rows name a node function from kernels.h. Adding a row needs only its function.
+// The oracle's entry point: a switch over OpId expanded from the ORACLE column of the op rows
+// (graph/families/*.def). Elementwise rows name a scalar template from ew_ops.h, instantiated here
+// for float, double and int64_t; other rows name a node function declared in backend/cpu/<family>.h.
+// Adding a row needs only its function.
 #include "backend/cpu/oracle.h"
 
 #include <string>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/ew_ops.h"
-#include "backend/cpu/kernels.h"
+#include "oracle_families.h"  // generated: every backend/cpu/<family>.h
 
 namespace vkml::cpu {
 namespace {
@@ -32,11 +32,11 @@ Result<void> run(const Node& n, std::vector<double>* scale) {
   if (n.nout + n.nin > kMaxOperands)
     return fail(Err::invalid, "oracle: node has " + std::to_string(n.nout + n.nin) + " operands");
   switch (n.op) {
-#define OP(NAME, KIND, OPCODE, ORACLE, DTYPES, TOL, ...)                                   \
+#define OP(NAME, FAMILY, ATEN, OPCODE, ORACLE, DTYPES, TOL, ...)                            \
   case OpId::NAME:                                                                        \
-    return row<family_of(KIND) == Family::elementwise>(                                   \
+    return row<Family::FAMILY == Family::elementwise>(                                    \
         n, scale, [](auto&&... x) -> decltype(auto) { return ORACLE(x...); });
-#include "graph/ops.def"
+#include "op_rows.def"
 #undef OP
     case OpId::count_: break;
   }

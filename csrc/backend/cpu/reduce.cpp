@@ -1,11 +1,11 @@
-// Reductions (sum, mean, amax, amin, argmax, argmin). Input t[1] lists the p[0] kept dims first,
+// Reductions (sum, mean, amax, amin, argmax, argmin). Input `in` lists the kept dims (ReduceArgs) first,
 // then the reduced dims, so element (k, r) is row-major index k * n_red + r of t[1]. Output t[0]
 // holds the kept elements in row-major order. Float types accumulate in double, integers and bool
 // in int64 (wrapping), and the result is rounded once to the output dtype.
 #include <cmath>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/reduce.h"
 
 namespace vkml::cpu {
 namespace {
@@ -81,9 +81,11 @@ Result<void> or_reduce(const Node& n, std::vector<double>* scale) {
   if (!(op_info(n.op).dtypes & bit(ct)))
     return node_error(Err::unsupported, n, std::string("dtype ") + dtype_name(ct) + " not supported");
   if (arg && out.dtype != DType::i64) return node_error(Err::unsupported, n, "indices must be int64");
-  if (n.p[0] < 0 || n.p[0] > in.ndim) return node_error(Err::invalid, n, "p[0] (kept dims) out of range");
+  if (!std::holds_alternative<ReduceArgs>(n.args)) return node_error(Err::invalid, n, "not reduce arguments");
+  const int kept = n.as<ReduceArgs>().kept;
+  if (kept < 0 || kept > in.ndim) return node_error(Err::invalid, n, "kept dims out of range");
   int64_t n_kept = 1, n_red = 1;
-  for (int i = 0; i < in.ndim; ++i) (i < n.p[0] ? n_kept : n_red) *= in.sizes[i];
+  for (int i = 0; i < in.ndim; ++i) (i < kept ? n_kept : n_red) *= in.sizes[i];
   if (out.numel() != n_kept)
     return node_error(Err::invalid, n, "output numel " + std::to_string(out.numel()) +
                                            " != kept numel " + std::to_string(n_kept));

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/softmax.h"
 
 namespace vkml::cpu {
 namespace {
@@ -65,7 +65,8 @@ void backward_row(bool log_sm, const double* g, const double* y, int64_t D, doub
 }  // namespace
 
 Result<void> or_softmax(const Node& n, std::vector<double>* scale) {
-  const bool bwd = op_info(n.op).kind == K_SOFTMAX_BWD;
+  if (!std::holds_alternative<SoftmaxArgs>(n.args)) return node_error(Err::invalid, n, "not softmax arguments");
+  const bool bwd = n.as<SoftmaxArgs>().backward;
   const bool log_sm = n.op == OpId::log_softmax || n.op == OpId::log_softmax_backward;
   const int nt = bwd ? 3 : 2;
   for (int i = 0; i < nt; ++i) {

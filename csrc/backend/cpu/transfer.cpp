@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "backend/cpu/access.h"
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/transfer.h"
 
 namespace vkml::cpu {
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
+#include <vector>
 
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/lower.h"
@@ -37,8 +38,10 @@ class VulkanBackend final : public Backend {
   ~VulkanBackend() override {
     const auto& fn = dev_->fn;
     fn.vkDeviceWaitIdle(dev_->dev);
-    for (Slot& sl : slots_)
+    for (Slot& sl : slots_) {
       if (sl.fence) fn.vkDestroyFence(dev_->dev, sl.fence, nullptr);
+      for (const Block& b : sl.params) mem_.free(b);
+    }
     if (pool_) fn.vkDestroyCommandPool(dev_->dev, pool_, nullptr);
   }
 
@@ -81,6 +84,8 @@ class VulkanBackend final : public Backend {
     Slot& sl = slots_[next_ % kSlots];
     if (sl.ticket > done_) VKML_TRY(wait_slot(sl));  // the ring is full: the oldest must finish
     cmd_ = sl.cmd;
+    slot_ = &sl;
+    reset_params(sl);
     bool begun = false;
     uint64_t count = 0;
     for (const Node& n : nodes) {
@@ -148,7 +153,38 @@ class VulkanBackend final : public Backend {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;
     uint64_t ticket = 0;  // 0: never submitted
+    // The submission's parameter buffer (Dispatch::params of its dispatches): host-visible blocks
+    // filled front to back, reused once the slot's fence has signalled.
+    std::vector<Block> params;
+    size_t params_used = 0;  // bytes used in params.back()
   };
+  static constexpr size_t kParamBlock = size_t(64) << 10;
+
+  // The slot's submission has finished (or never ran): keep one block, start it over.
+  void reset_params(Slot& sl) {
+    while (sl.params.size() > 1) {
+      mem_.free(sl.params.back());
+      sl.params.pop_back();
+    }
+    sl.params_used = 0;
+  }
+
+  // Copies d's parameter block into the current slot's buffer; returns its device address.
+  Result<uint64_t> stage_params(const Dispatch& d) {
+    Slot& sl = *slot_;
+    const size_t at = (sl.params_used + 15) & ~size_t(15);
+    if (sl.params.empty() || at + d.param_size > sl.params.back().size) {
+      auto b = mem_.alloc(kParamBlock, MemKind::staging);
+      if (!b.ok()) return b.error();
+      sl.params.push_back(b.value());
+      sl.params_used = 0;
+      return stage_params(d);
+    }
+    const Block& b = sl.params.back();
+    std::memcpy(static_cast<uint8_t*>(mem_.host_ptr(b.addr)) + at, d.params, d.param_size);
+    sl.params_used = at + d.param_size;
+    return b.addr + at;
+  }
 
   // Waits for one slot's submission; submissions complete in order, so done_ advances to it.
   Result<void> wait_slot(Slot& sl) {
@@ -215,8 +251,18 @@ class VulkanBackend final : public Backend {
       fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, last_pipe_);
       bound_ = last_pipe_;
     }
-    if (d.pc_size)
+    if (d.param_size) {  // the parameter block's address goes into the push constants
+      if (d.param_addr_at + 8 > d.pc_size)
+        return fail(Err::invalid, std::string("parameter address outside the push constants (op ") + op + ")");
+      auto addr = stage_params(d);
+      if (!addr.ok()) return addr.error();
+      alignas(8) uint8_t pc[sizeof d.pc];
+      std::memcpy(pc, d.pc, d.pc_size);
+      std::memcpy(pc + d.param_addr_at, &addr.value(), 8);
+      fn.vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.pc_size, pc);
+    } else if (d.pc_size) {
       fn.vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.pc_size, d.pc);
+    }
     fn.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
     barrier(kWork, kAll);
     return {};
@@ -233,6 +279,7 @@ class VulkanBackend final : public Backend {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   Slot slots_[kSlots];
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // the one being recorded
+  Slot* slot_ = nullptr;                   // its slot
   uint64_t next_ = 0, last_ = 0, done_ = 0;  // tickets: last submitted, last known complete
   std::mutex exec_mu_;
   std::atomic<uint64_t> dispatches_{0};

@@ -1,19 +1,39 @@
-// Lowering: one graph node -> the dispatches that compute it on Vulkan.
+// Lowering: one graph node -> the dispatches that compute it on Vulkan. Each family has its own
+// lowering, lower_<family>() in backend/vulkan/lower_<family>.cpp (declared below from the list of
+// families; a family without one is a link error). lower.cpp picks it by the row's family.
 #pragma once
 #include <cstdint>
+#include <cstring>
+#include <string>
 
+#include "core/coalesce.h"
 #include "core/limits.h"
 #include "graph/node.h"
 #include "util/result.h"
 
 namespace vkml::vk {
 
+constexpr int32_t kRowOpcode = INT32_MIN;  // Dispatch::opcode left as is: the row's OPCODE
+constexpr uint32_t kMaxParamBytes = 1024;  // per dispatch, in the submission's parameter buffer
+
 struct Dispatch {
-  char shader[32] = {};   // SPIR-V blob name, e.g. "elementwise_f32"
-  int32_t opcode = 0;     // specialization constant 0 (OP_* from build/gen/op_codes.h)
+  char shader[32] = {};          // SPIR-V blob name, e.g. "elementwise_f32" (set_shader)
+  int32_t opcode = kRowOpcode;   // specialization constant 0 (OP_* from build/gen/op_codes.h)
   uint32_t groups[3] = {1, 1, 1};
   uint32_t pc_size = 0;
   alignas(8) uint8_t pc[128] = {};
+  // Parameters that do not fit the 128 push-constant bytes Vulkan guarantees: the backend copies
+  // them into the submission's parameter buffer and writes their device address (8 bytes) at
+  // pc[param_addr_at]. See put_params().
+  uint32_t param_size = 0, param_addr_at = 0;
+  alignas(16) uint8_t params[kMaxParamBytes];
+
+  void reset() {  // everything but the blocks' bytes (put / put_params overwrite those)
+    shader[0] = 0;
+    opcode = kRowOpcode;
+    groups[0] = groups[1] = groups[2] = 1;
+    pc_size = param_size = param_addr_at = 0;
+  }
 };
 
 constexpr int kMaxDispatchesPerNode = 4;
@@ -25,5 +45,41 @@ Result<int> lower(const Node& n, const Limits& lim, Dispatch* out);
 
 // Whether lower() can handle the node (same answer lower would give, without building it).
 bool can_lower(const Node& n, const Limits& lim);
+
+// ---- for the family lowerings ----------------------------------------------------------------
+
+// A family's lowering: fills out[], returns the dispatch count (0: nothing to run) or -1 with why.
+#define VKML_LOWER_DECL(name, A) int lower_##name(const Node& n, const Limits& lim, Dispatch* out, std::string& why);
+VKML_FAMILIES(VKML_LOWER_DECL)
+#undef VKML_LOWER_DECL
+
+constexpr uint32_t kGroup = 128;  // local size of every shader
+
+// Picks blob "<stem>_<variant>[_ieee]" for compute type c; false (with why) if the device lacks it.
+bool set_shader(Dispatch& d, const char* stem, Compute c, const Limits& lim, std::string& why);
+
+// The push-constant block of a dispatch.
+template <class P>
+void put(Dispatch& d, const P& p) {
+  static_assert(sizeof(P) <= sizeof(d.pc), "a push-constant block exceeds 128 bytes");
+  std::memcpy(d.pc, &p, sizeof(P));
+  d.pc_size = sizeof(P);
+}
+
+// A parameter block too big for push constants; `addr_at` is the byte offset in the push-constant
+// block of the u64 that receives its device address.
+template <class P>
+void put_params(Dispatch& d, const P& p, uint32_t addr_at) {
+  static_assert(sizeof(P) <= kMaxParamBytes, "a parameter block exceeds kMaxParamBytes");
+  std::memcpy(d.params, &p, sizeof(P));
+  d.param_size = sizeof(P);
+  d.param_addr_at = addr_at;
+}
+
+uint64_t raw_scalar(const Scalar& s, Compute c);  // as the shaders read u64 scalars
+inline bool fits_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+// Spreads `groups` over a 2-D grid within the device's group-count limits.
+bool grid2(uint64_t groups, const Limits& lim, Dispatch& d);
 
 }  // namespace vkml::vk

@@ -1,0 +1,9 @@
+// The nll family's oracle (backend/cpu/nll.cpp), bound to rows by their ORACLE column.
+#pragma once
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+
+Result<void> or_nll(const Node& n, std::vector<double>* scale);
+
+}  // namespace vkml::cpu

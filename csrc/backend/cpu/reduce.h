@@ -1,0 +1,9 @@
+// The reduce family's oracle (backend/cpu/reduce.cpp), bound to rows by their ORACLE column.
+#pragma once
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+
+Result<void> or_reduce(const Node& n, std::vector<double>* scale);
+
+}  // namespace vkml::cpu

@@ -1,0 +1,9 @@
+// The softmax family's oracle (backend/cpu/softmax.cpp), bound to rows by their ORACLE column.
+#pragma once
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+
+Result<void> or_softmax(const Node& n, std::vector<double>* scale);
+
+}  // namespace vkml::cpu

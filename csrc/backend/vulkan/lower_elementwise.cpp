@@ -1,0 +1,81 @@
+// The elementwise family -> shaders/elementwise.comp: one dispatch of at most 4 (merged) dims.
+#include <string>
+
+#include "backend/vulkan/lower.h"
+#include "params.h"
+
+namespace vkml::vk {
+namespace {
+
+// The shader variant: the compute dtype's, except that float64 storage must work without
+// shaderFloat64 (printing runs .to(float64)): same-dtype copies move raw bits, float <-> f64 is
+// exact in software in the f32 variant, and integer <-> f64 in the i64 variant.
+Compute compute_for(const Node& n, const Limits& lim) {
+  const Compute c = compute_of(n.compute);
+  if (n.op == OpId::copy && c == Compute::f64 && !lim.float64) {
+    DType other = n.t[0].dtype == DType::f64 ? n.t[1].dtype : n.t[0].dtype;
+    return is_float(other) ? Compute::f32 : Compute::i64;
+  }
+  return c;
+}
+
+}  // namespace
+
+int lower_elementwise(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
+  using A = ElementwiseArgs;
+  const A& args = n.as<A>();
+  const Compute c = compute_for(n, lim);
+  if (!set_shader(out[0], "elementwise", c, lim, why)) return -1;
+  const TensorDesc& o = n.t[A::out];
+  const bool has_a = n.nin >= 1;
+  const bool scalar_b = args.scalar_b;
+  const bool has_b = n.nin >= 2 && !scalar_b;
+  const TensorDesc* ops[3] = {&o, has_a ? &n.t[A::a] : nullptr, has_b ? &n.t[A::b] : nullptr};
+  const int64_t* strides[3];
+  int nops = 0;
+  for (auto* t : ops) {
+    if (!t) continue;
+    if (t->ndim != o.ndim) return why = "operands differ in rank from the output", -1;
+    strides[nops++] = t->strides;
+  }
+  int64_t sz[kMaxDims], st[3][kMaxDims];
+  int nd = coalesce(o.ndim, o.sizes, strides, nops, 4, sz, st);
+  if (nd < 0) return why = "more than 4 dims after merging dense ones", -1;
+  int64_t numel = o.numel();
+  if (numel > int64_t(UINT32_MAX)) return why = "more than 2^32-1 elements", -1;
+  if (numel == 0) return 0;
+
+  pc::EwParams p{};
+  p.dst = o.addr;
+  p.a = has_a ? n.t[A::a].addr : 0;
+  p.b = has_b ? n.t[A::b].addr : 0;
+  p.numel = uint32_t(numel);
+  uint32_t dt[3] = {uint32_t(o.dtype), has_a ? uint32_t(n.t[A::a].dtype) : 0, has_b ? uint32_t(n.t[A::b].dtype) : 0};
+  p.dtypes = dt[0] | dt[1] << 8 | dt[2] << 16 | uint32_t(n.compute) << 24;  // compute dtype last
+  p.ndim = uint32_t(nd);
+  bool contiguous = nd <= 1;
+  for (int k = 0; k < nops && nd == 1; ++k) contiguous = contiguous && st[k][0] == 1;
+  for (int k = 0, slot = 0; k < 3; ++k) {
+    if (!ops[k]) continue;
+    int64_t esz = int64_t(dtype_size(ops[k]->dtype)), span = 0;
+    int32_t* dst = k == 0 ? p.st_out : k == 1 ? p.st_a : p.st_b;
+    for (int d = 0; d < nd; ++d) {
+      int64_t s = st[slot][d] * esz;  // bytes
+      span += (sz[d] - 1) * (s < 0 ? -s : s);
+      dst[nd - 1 - d] = int32_t(s);
+    }
+    // the contiguous path indexes in 64 bits; the strided one in 32
+    if (!contiguous && !fits_i32(span)) return why = "byte offsets do not fit 32 bits", -1;
+    ++slot;
+  }
+  for (int d = 0; d < nd; ++d) p.shape[nd - 1 - d] = int32_t(sz[d]);
+  p.flags = (scalar_b ? EW_SCALAR_B : 0u) | (contiguous ? EW_CONTIGUOUS : 0u);
+  p.alpha = raw_scalar(args.s0, c);
+  p.bscalar = raw_scalar(args.s1, c);
+  if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
+  put(out[0], p);
+  return 1;
+}
+
+
+}  // namespace vkml::vk

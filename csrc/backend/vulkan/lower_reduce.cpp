@@ -1,0 +1,54 @@
+// The reduce family -> shaders/reduce.comp: kept dims and reduced dims, each merged to at most 4.
+#include <string>
+
+#include "backend/vulkan/lower.h"
+#include "params.h"
+
+namespace vkml::vk {
+namespace {
+constexpr uint32_t kShortRow = 32;  // rows this short get one invocation per output
+}  // namespace
+
+int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
+  if (!set_shader(out[0], "reduce", compute_of(n.compute), lim, why)) return -1;
+  const TensorDesc& o = n.t[ReduceArgs::out];
+  const TensorDesc& in = n.t[ReduceArgs::in];
+  const int kept = n.as<ReduceArgs>().kept;
+  if (kept < 0 || kept > in.ndim) return why = "bad kept-dim count", -1;
+  const int64_t* ks[1] = {in.strides};
+  const int64_t* rs[1] = {in.strides + kept};
+  int64_t ksz[kMaxDims], kst[1][kMaxDims], rsz[kMaxDims], rst[1][kMaxDims];
+  int nk = coalesce(kept, in.sizes, ks, 1, 4, ksz, kst);
+  int nr = coalesce(in.ndim - kept, in.sizes + kept, rs, 1, 4, rsz, rst);
+  if (nk < 0 || nr < 0) return why = "more than 4 kept or 4 reduced dims after merging", -1;
+  int64_t n_out = 1, n_red = 1;
+  for (int d = 0; d < kept; ++d) n_out *= in.sizes[d];
+  for (int d = kept; d < in.ndim; ++d) n_red *= in.sizes[d];
+  if (n_out > int64_t(UINT32_MAX) || n_red > int64_t(UINT32_MAX)) return why = "more than 2^32-1 elements", -1;
+  if (n_out == 0) return 0;
+  pc::ReduceParams p{};
+  p.dst = o.addr;
+  p.src = in.addr;
+  p.dtypes = uint32_t(o.dtype) | uint32_t(in.dtype) << 8;
+  p.n_out = uint32_t(n_out);
+  p.n_red = uint32_t(n_red);
+  p.ndims = uint32_t(nk) | uint32_t(nr) << 8;
+  for (int d = 0; d < nk; ++d) {
+    if (!fits_i32(kst[0][d])) return why = "a stride does not fit 32 bits", -1;
+    p.kshape[nk - 1 - d] = int32_t(ksz[d]);
+    p.kstride[nk - 1 - d] = int32_t(kst[0][d]);
+  }
+  for (int d = 0; d < nr; ++d) {
+    if (!fits_i32(rst[0][d])) return why = "a stride does not fit 32 bits", -1;
+    p.rshape[nr - 1 - d] = int32_t(rsz[d]);
+    p.rstride[nr - 1 - d] = int32_t(rst[0][d]);
+  }
+  // The shader runs one invocation per output exactly when the grid has fewer groups than outputs.
+  uint64_t groups = n_red <= kShortRow && n_out > 1 ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
+  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
+  put(out[0], p);
+  return 1;
+}
+
+
+}  // namespace vkml::vk

@@ -1,0 +1,40 @@
+// The softmax family -> shaders/softmax.comp: one workgroup per row of an [outer, D, inner] view.
+#include <string>
+
+#include "backend/vulkan/lower.h"
+#include "params.h"
+
+namespace vkml::vk {
+
+int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
+  if (!set_shader(out[0], "softmax", compute_of(n.compute), lim, why)) return -1;
+  const bool bwd = n.as<SoftmaxArgs>().backward;
+  int nt = bwd ? 3 : 2;
+  for (int k = 0; k < nt; ++k)
+    if (n.t[k].ndim != 3) return why = "operands must be [outer, D, inner] views", -1;
+  const TensorDesc& o = n.t[SoftmaxArgs::out];
+  uint64_t rows = uint64_t(o.sizes[0]) * uint64_t(o.sizes[2]);
+  if (o.sizes[0] > INT32_MAX || o.sizes[1] > INT32_MAX || o.sizes[2] > INT32_MAX)
+    return why = "a dimension exceeds 2^31", -1;
+  if (rows == 0 || o.sizes[1] == 0) return 0;
+  pc::SoftmaxParams p{};
+  p.t0 = o.addr;
+  p.t1 = n.t[SoftmaxArgs::in].addr;
+  p.t2 = bwd ? n.t[SoftmaxArgs::fwd_out].addr : 0;
+  p.outer = uint32_t(o.sizes[0]);
+  p.D = uint32_t(o.sizes[1]);
+  p.inner = uint32_t(o.sizes[2]);
+  p.dtypes = uint32_t(o.dtype) | uint32_t(n.t[1].dtype) << 8 | (bwd ? uint32_t(n.t[2].dtype) << 16 : 0u);
+  int32_t* dst[3] = {p.s0, p.s1, p.s2};
+  for (int k = 0; k < nt; ++k)
+    for (int d = 0; d < 3; ++d) {
+      if (!fits_i32(n.t[k].strides[d])) return why = "a stride does not fit 32 bits", -1;
+      dst[k][d] = int32_t(n.t[k].strides[d]);
+    }
+  if (!grid2(rows, lim, out[0])) return why = "too many groups", -1;
+  put(out[0], p);
+  return 1;
+}
+
+
+}  // namespace vkml::vk
