@@ -120,6 +120,24 @@ def compile_shaders():
     write_if_changed(os.path.join(GEN, "spirv_blobs.cpp"), "\n".join(out))
 
 
+class Build(BuildExtension.with_options(use_ninja=True)):
+    """A shared library links with undefined symbols; ours must not have any (a row whose ATEN
+    or ORACLE function, or a family whose lowering, is missing would otherwise fail at import)."""
+
+    def build_extension(self, ext):
+        super().build_extension(ext)
+        so = self.get_ext_fullpath(ext.name)
+        nm = shutil.which("nm")
+        if nm is None or not os.path.exists(so):
+            return
+        out = subprocess.run([nm, "-D", "-C", "--undefined-only", so], capture_output=True, text=True).stdout
+        missing = sorted({ln.split(None, 1)[1] for ln in out.splitlines() if "vkml::" in ln})
+        if missing:
+            os.remove(so)
+            raise RuntimeError("undefined vkml functions (a row's ATEN/ORACLE function or a family's "
+                               "lowering is missing):\n  " + "\n  ".join(missing))
+
+
 os.makedirs(GEN, exist_ok=True)
 gen_families()
 compile_shaders()
@@ -144,7 +162,7 @@ setup(
             libraries=["dl"],
         )
     ],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": Build},
     entry_points={"torch.backends": ["vkml = vkml_torch:_autoload"]},
     python_requires=">=3.10",
 )

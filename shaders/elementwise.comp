@@ -93,6 +93,8 @@ void main() {
     case OP_MIN: r = min_nan(a, b); break;
 #if defined(CT_I64)
     case OP_AND: r = a & b; break;
+    case OP_OR: r = a | b; break;
+    case OP_XOR: r = a ^ b; break;
     case OP_NOT: r = a ^ alpha; break;  // alpha: -1 for integers, 1 for bool (aten/elementwise.cpp)
 #endif
     case OP_EQ: r = (a == b) ? T(1) : T(0); break;

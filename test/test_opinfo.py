@@ -36,43 +36,12 @@ from helpers import DEV, check_mode, row, rows, stats
 
 op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
 
-# OpInfo name -> the op_table() row whose tolerance decides the comparison.
-OPS = {
-    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg", "abs": "abs", "exp": "exp",
-    "log": "log", "sqrt": "sqrt", "sigmoid": "sigmoid", "ceil": "ceil", "floor": "floor",
-    "nn.functional.silu": "silu", "reciprocal": "reciprocal", "rsqrt": "rsqrt", "sign": "sign",
-    "clamp": "clamp", "clamp_min": "clamp", "clamp_max": "clamp", "masked_fill": "masked_fill",
-    "bitwise_not": "bitwise_not", "where": "where", "any": "amax", "all": "amin",
-    "maximum": "maximum", "minimum": "minimum", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
-    "ge": "ge", "bitwise_and": "bitwise_and", "nn.functional.relu": "relu", "sum": "sum", "mean": "mean",
-    "amax": "amax", "amin": "amin", "argmax": "argmax", "argmin": "argmin", "max": "amax", "min": "amin",
-    "mm": "mm", "addmm": "addmm", "bmm": "bmm", "matmul": "mm", "addmv": "addmv", "dot": "dot", "mv": "addmv",
-    "log_softmax": "log_softmax", "softmax": "softmax", "nn.functional.nll_loss": "nll_loss",
-    "nn.functional.cross_entropy": "nll_loss", "masked_select": "copy", "cat": "copy", "clone": "copy",
-}
+from op_data import ALIASES, BACKWARD, KNOWN_GAPS  # noqa: E402
 
-# aten ops some samples need that have no vkml kernel yet, and why they are not here yet.
-KNOWN_GAPS = {
-    "aten::div.out_mode": "div with rounding_mode (trunc/floor): no row yet",
-    "aten::div.Tensor_mode": "div with rounding_mode (trunc/floor): no row yet",
-    "aten::nll_loss2d_forward": "nll_loss over images (N, C, H, W): no row yet",
-    "aten::clamp.Tensor": "clamp with tensor bounds on both sides: needs a ternary kind",
-    "aten::clamp.Tensor_out": "clamp with tensor bounds on both sides: needs a ternary kind",
-    "aten::nll_loss2d_forward.output": "nll_loss over images (N, C, H, W): no row yet",
-    "mm": "integer matrix products: gemm rows are float-only",
-    "addmm": "integer matrix products: gemm rows are float-only",
-    "bmm": "integer matrix products: gemm rows are float-only",
-    "addmv": "integer matrix products: gemm rows are float-only",
-    "dot": "integer matrix products: gemm rows are float-only",
-}
-
-# OpInfo name -> whether the op's first input keeps its sign in the backward-error scale. The
-# scale is the op on the absolute values of the other float inputs (and of alpha/beta): exactly
-# sum |terms| for an op linear in those (products, sums, nll_loss), and for cross_entropy too,
-# whose logits pass through log_softmax (<= 0, so every term -w * t * logp has the sign of w * t).
-BACKWARD = {"sum": False, "mean": False, "mm": False, "addmm": False, "bmm": False, "matmul": False,
-            "addmv": False, "dot": False, "mv": False, "nn.functional.nll_loss": False,
-            "nn.functional.cross_entropy": True}
+_OPINFO_NAMES = {o.name for o in op_db}
+# OpInfo name -> the op_table() row whose tolerance decides the comparison: every row named like
+# an OpInfo entry, plus the aliases of test/op_data.py. A new row is tested here by being added.
+OPS = {r["name"]: r["name"] for r in rows() if r["overloads"] and r["name"] in _OPINFO_NAMES} | ALIASES
 
 
 def _abs_sample(s, keep_input):

@@ -15,10 +15,12 @@ def _autoload():
 import torch  # noqa: E402
 
 from . import _C  # noqa: E402
+from . import _decomp  # noqa: E402
 from . import _device  # noqa: E402
+from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "set_mutation", "flushes_subnormals"]
+           "set_eager", "set_mutation", "flushes_subnormals", "trace"]
 
 _registered = False
 
@@ -32,6 +34,7 @@ def _register():
         torch.utils.rename_privateuse1_backend("vkml")
     torch._register_device_module("vkml", _device)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
+    _decomp.register()
 
 
 _register()

@@ -52,14 +52,18 @@ struct Call {
 
 using Kernel = void (*)(OpId, Call&);
 
-// Returns `result` through the out= tensor when there is one (resized, then copied into), as the
-// structured out= kernels of torch do; else returns `result` itself.
+// Writes r into an out= tensor (resizing it as torch's out= kernels do) and returns out: the one
+// way results reach out= tensors (ret_result, composites' derived overloads, nll's two outputs).
+inline at::Tensor& into(at::Tensor& out, const at::Tensor& r) {
+  if (out.sizes() != r.sizes()) out.resize_(r.sizes());
+  return out.copy_(r);
+}
+
+// Returns `result` through the out= tensor when there is one; else returns `result` itself.
 inline void ret_result(Call& c, const at::Tensor& result) {
   at::Tensor out = c.out();
   if (!out.defined()) return c.ret(result);
-  if (out.sizes() != result.sizes()) out.resize_(result.sizes());
-  out.copy_(result);
-  c.ret(out);
+  c.ret(into(out, result));
 }
 
 inline Scalar to_scalar(const c10::Scalar& v) {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "aten/call.h"  // into()
 #include "core/desc.h"
 #include "dispatch/device.h"
 #include "graph/node.h"
@@ -37,11 +38,6 @@ void record(const Node& n);
 // "add(float32[2, 3], int64[3])": for error messages.
 std::string signature(const char* op, std::initializer_list<const at::TensorBase*> ts);
 
-// Writes r into an out= tensor (resizing it as torch does) and returns out.
-inline at::Tensor& into(at::Tensor& out, const at::Tensor& r) {
-  if (out.sizes() != r.sizes()) out.resize_(r.sizes());
-  return out.copy_(r);
-}
 
 c10::Allocator* allocator();  // the caching device allocator (aten/device_impl.cpp)
 

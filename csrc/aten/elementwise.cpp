@@ -106,13 +106,22 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
   n.nin = uint8_t(iter.ntensors() - 1);
   n.compute = compute;
   uint64_t base[kMaxOperands] = {};
+  at::Tensor scalars[kMaxOperands];
   const int nt = iter.ntensors();
   for (int a = 0; a < nt; ++a) {
     n.t[a].dtype = to_dtype(iter.dtype(a), op_info(id).name);
     if (a > 0 && iter.is_cpu_scalar(a)) {
-      TORCH_CHECK(a == ElementwiseArgs::b, "vkml: ", op_info(id).name, ": only the second operand may be a CPU scalar");
-      args.scalar_b = true;
-      args.s1 = scalar_operand(id, iter.tensor_base(a), compute);
+      if (a == ElementwiseArgs::b) {  // the shader reads it from the push constants
+        args.scalar_b = true;
+        args.s1 = scalar_operand(id, iter.tensor_base(a), compute);
+        continue;
+      }
+      // A CPU scalar first operand (1 - x, torch.where(c, 0., x)): a one-element device copy, read
+      // with stride 0. Freeing it when this returns is safe: nodes run in recording order.
+      at::Tensor t = at::empty({}, at::TensorOptions().dtype(iter.dtype(a)).device(iter.tensor_base(0).device()));
+      t.fill_(at::Tensor(iter.tensor_base(a)).item());
+      scalars[a] = t;
+      base[a] = addr_of(t);
       continue;
     }
     base[a] = reinterpret_cast<uint64_t>(iter.data_ptr(a));

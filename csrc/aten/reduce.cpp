@@ -12,6 +12,7 @@
 
 #include "aten/call.h"
 #include "aten/common.h"
+#include "aten/composite.h"
 #include "aten/kernels.h"
 #include "core/coalesce.h"
 
@@ -185,22 +186,11 @@ std::tuple<at::Tensor, at::Tensor> extreme_dim(const at::Tensor& self, int64_t d
   return {values, indices};
 }
 
-template <bool kMax>
-std::tuple<at::Tensor&, at::Tensor&> extreme_dim_out(const at::Tensor& self, int64_t dim, bool keepdim,
-                                                     at::Tensor& values, at::Tensor& indices) {
-  auto [v, i] = extreme_dim<kMax>(self, dim, keepdim);
-  values.resize_(v.sizes()).copy_(v);
-  indices.resize_(i.sizes()).copy_(i);
-  return {values, indices};
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("max.dim", TORCH_FN(extreme_dim<true>));
-  m.impl("min.dim", TORCH_FN(extreme_dim<false>));
-  m.impl("max.dim_max", TORCH_FN(extreme_dim_out<true>));
-  m.impl("min.dim_min", TORCH_FN(extreme_dim_out<false>));
+  composite<extreme_dim<true>>(m, "max.dim", {"max.dim_max"});
+  composite<extreme_dim<false>>(m, "min.dim", {"min.dim_min"});
 }
 
 }  // namespace vkml::aten

@@ -218,8 +218,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_trace_begin", [] { aten::set_tracing(true); });
   m.def("_trace_end", [] { aten::set_tracing(false); });
   m.def("_trace_reset", [] { aten::trace_reset(); });
-  m.def("_trace", [](const std::string& op, const std::string& path) {
-    aten::trace(op, path == "decomposition" ? aten::Path::decomposition : aten::Path::composite);
+  m.def("_trace_decomposition", [](const std::string& op) {
+    if (aten::tracing()) aten::trace(op, aten::Path::decomposition);
   });
   m.def("_trace_counts", [] {
     py::dict r;

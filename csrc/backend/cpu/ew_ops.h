@@ -104,6 +104,14 @@ template <class T> T ew_and(T a, T b, T) {
   if constexpr (is_int_v<T>) return a & b;
   else return T(0);  // not reachable: bitwise_and has no float dtypes
 }
+template <class T> T ew_or(T a, T b, T) {
+  if constexpr (is_int_v<T>) return a | b;
+  else return T(0);  // not reachable: bitwise_or has no float dtypes
+}
+template <class T> T ew_xor(T a, T b, T) {
+  if constexpr (is_int_v<T>) return a ^ b;
+  else return T(0);  // not reachable: bitwise_xor has no float dtypes
+}
 template <class T> T ew_eq(T a, T b, T) { return T(a == b); }
 template <class T> T ew_ne(T a, T b, T) { return T(a != b); }
 template <class T> T ew_lt(T a, T b, T) { return T(a < b); }
