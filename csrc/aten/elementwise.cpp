@@ -106,7 +106,7 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
   n.nin = uint8_t(iter.ntensors() - 1);
   n.compute = compute;
   uint64_t base[kMaxOperands] = {};
-  at::Tensor scalars[kMaxOperands];
+  at::Tensor scalar_a;  // keeps a CPU-scalar first operand's device copy until the node is recorded
   const int nt = iter.ntensors();
   for (int a = 0; a < nt; ++a) {
     n.t[a].dtype = to_dtype(iter.dtype(a), op_info(id).name);
@@ -120,7 +120,7 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
       // with stride 0. Freeing it when this returns is safe: nodes run in recording order.
       at::Tensor t = at::empty({}, at::TensorOptions().dtype(iter.dtype(a)).device(iter.tensor_base(0).device()));
       t.fill_(at::Tensor(iter.tensor_base(a)).item());
-      scalars[a] = t;
+      scalar_a = t;
       base[a] = addr_of(t);
       continue;
     }

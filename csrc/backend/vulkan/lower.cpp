@@ -2,6 +2,7 @@
 // push constants, grid); this file adds the row's opcode and the VKML_MUTATE hook.
 #include "backend/vulkan/lower.h"
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -32,12 +33,12 @@ bool grid2(uint64_t groups, const Limits& lim, Dispatch& d) {
 
 bool set_shader(Dispatch& d, const char* stem, Compute c, const Limits& lim, std::string& why) {
   if (c == Compute::f64 && !lim.float64) return why = "float64 compute needs shaderFloat64, which this device lacks", false;
-  std::string blob = std::string(stem) + (c == Compute::f64 ? "_f64" : c == Compute::i64 ? "_i64" : "_f32");
-  if (c != Compute::i64 && lim.float_controls) blob += "_ieee";
-  if (blob.size() >= sizeof(d.shader)) return why = "shader name " + blob + " too long", false;
-  if (spirv(blob.c_str()).empty()) return why = "no shader " + blob, false;
-  std::memset(d.shader, 0, sizeof d.shader);
-  std::memcpy(d.shader, blob.data(), blob.size());
+  // Built in place: this runs for every recorded node (supports()), so no heap string.
+  const char* variant = c == Compute::f64 ? "_f64" : c == Compute::i64 ? "_i64" : "_f32";
+  const char* ieee = c != Compute::i64 && lim.float_controls ? "_ieee" : "";
+  const int len = std::snprintf(d.shader, sizeof d.shader, "%s%s%s", stem, variant, ieee);
+  if (len < 0 || size_t(len) >= sizeof d.shader) return why = std::string("shader name too long: ") + stem, false;
+  if (spirv(d.shader).empty()) return why = std::string("no shader ") + d.shader, false;
   return true;
 }
 
