@@ -33,12 +33,19 @@ bool grid2(uint64_t groups, const Limits& lim, Dispatch& d) {
 
 bool set_shader(Dispatch& d, const char* stem, Compute c, const Limits& lim, std::string& why) {
   if (c == Compute::f64 && !lim.float64) return why = "float64 compute needs shaderFloat64, which this device lacks", false;
-  // Built in place: this runs for every recorded node (supports()), so no heap string.
+  // This runs for every recorded node (supports()): no heap string, and the blob lookup is
+  // remembered for the last (stem, variant), since runs of one op are the common case.
   const char* variant = c == Compute::f64 ? "_f64" : c == Compute::i64 ? "_i64" : "_f32";
   const char* ieee = c != Compute::i64 && lim.float_controls ? "_ieee" : "";
-  const int len = std::snprintf(d.shader, sizeof d.shader, "%s%s%s", stem, variant, ieee);
-  if (len < 0 || size_t(len) >= sizeof d.shader) return why = std::string("shader name too long: ") + stem, false;
+  const size_t ls = std::strlen(stem), lv = 4, li = std::strlen(ieee);
+  if (ls + lv + li >= sizeof d.shader) return why = std::string("shader name too long: ") + stem, false;
+  std::memcpy(d.shader, stem, ls);
+  std::memcpy(d.shader + ls, variant, lv);
+  std::memcpy(d.shader + ls + lv, ieee, li + 1);
+  thread_local char last[sizeof d.shader] = {};
+  if (std::strcmp(last, d.shader) == 0) return true;
   if (spirv(d.shader).empty()) return why = std::string("no shader ") + d.shader, false;
+  std::memcpy(last, d.shader, sizeof last);
   return true;
 }
 
