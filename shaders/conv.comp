@@ -9,8 +9,29 @@
 
 layout(local_size_x = 128) in;
 
-int64_t at5(const int st[8], int n, int c, ivec3 p) {
-  return int64_t(n) * st[0] + int64_t(c) * st[1] + int64_t(p.x) * st[2] + int64_t(p.y) * st[3] + int64_t(p.z) * st[4];
+// Strides of a role: (n, c) and the spatial three.
+struct Str { ivec2 nc; ivec3 sp; };
+int64_t at5(Str st, int n, int c, ivec3 p) {
+  return int64_t(n) * st.nc.x + int64_t(c) * st.nc.y + int64_t(p.x) * st.sp.x + int64_t(p.y) * st.sp.y + int64_t(p.z) * st.sp.z;
+}
+
+// e as an index over [n, c, p0, p1, p2] (innermost last); 32-bit division when the count allows
+// (64-bit division is several times slower on some devices).
+void split(uint64_t e, int c, ivec3 sp, out int n, out int ch, out ivec3 p) {
+  if (pc.count <= 0xffffffffUL) {
+    uint u = uint(e);
+    p.z = int(u % uint(sp.z)); u /= uint(sp.z);
+    p.y = int(u % uint(sp.y)); u /= uint(sp.y);
+    p.x = int(u % uint(sp.x)); u /= uint(sp.x);
+    ch = int(u % uint(c));
+    n = int(u / uint(c));
+    return;
+  }
+  p.z = int(e % uint64_t(sp.z)); e /= uint64_t(sp.z);
+  p.y = int(e % uint64_t(sp.y)); e /= uint64_t(sp.y);
+  p.x = int(e % uint64_t(sp.x)); e /= uint64_t(sp.x);
+  ch = int(e % uint64_t(c));
+  n = int(e / uint64_t(c));
 }
 
 void main() {
@@ -22,8 +43,9 @@ void main() {
   const ivec3 ks = ivec3(g.k[0], g.k[1], g.k[2]);
   const ivec3 st = ivec3(g.stride[0], g.stride[1], g.stride[2]);
   const ivec3 pad = ivec3(g.pad[0], g.pad[1], g.pad[2]), dil = ivec3(g.dil[0], g.dil[1], g.dil[2]);
-  int sts[8], stb[8], stw[8];
-  for (int i = 0; i < 5; ++i) sts[i] = g.st_s[i], stb[i] = g.st_b[i], stw[i] = g.st_w[i];
+  const Str sts = Str(ivec2(g.st_s[0], g.st_s[1]), ivec3(g.st_s[2], g.st_s[3], g.st_s[4]));
+  const Str stb = Str(ivec2(g.st_b[0], g.st_b[1]), ivec3(g.st_b[2], g.st_b[3], g.st_b[4]));
+  const Str stw = Str(ivec2(g.st_w[0], g.st_w[1]), ivec3(g.st_w[2], g.st_w[3], g.st_w[4]));
   const uint dts = g.dtypes & 0xffu, dtb = (g.dtypes >> 8) & 0xffu, dtw = (g.dtypes >> 16) & 0xffu;
   const uint dtbias = g.dtypes >> 24;
   const uint64_t es = uint64_t(dsize(dts)), eb = uint64_t(dsize(dtb)), ew = uint64_t(dsize(dtw));
@@ -32,11 +54,9 @@ void main() {
   T acc = T(0);
 
   if (OP == OP_CONV_SMALL) {
-    ivec3 o;  // e over [N, C0, Ps], innermost last
-    o.z = int(e % uint64_t(ps.z)); e /= uint64_t(ps.z);
-    o.y = int(e % uint64_t(ps.y)); e /= uint64_t(ps.y);
-    o.x = int(e % uint64_t(ps.x)); e /= uint64_t(ps.x);
-    const int a = int(e % uint64_t(c0)), n = int(e / uint64_t(c0));
+    ivec3 o;  // e over [N, C0, Ps]
+    int n, a;
+    split(e, c0, ps, n, a, o);
     const int grp = a / cg0;
     const ivec3 i0 = o * st - pad;  // B position of k = 0
     for (int bl = 0; bl < c1 - (drop ? 1 : 0); ++bl) {
@@ -61,11 +81,8 @@ void main() {
     store_T(pc.s + uint64_t(at5(sts, n, a, o)) * es, dts, acc);
   } else {  // OP_CONV_BIG
     ivec3 i;  // e over [N, C1 * groups, Pb]
-    i.z = int(e % uint64_t(pb.z)); e /= uint64_t(pb.z);
-    i.y = int(e % uint64_t(pb.y)); e /= uint64_t(pb.y);
-    i.x = int(e % uint64_t(pb.x)); e /= uint64_t(pb.x);
-    const uint64_t cb = uint64_t(c1) * uint64_t(groups);
-    const int b = int(e % cb), n = int(e / cb);
+    int n, b;
+    split(e, c1 * groups, pb, n, b, i);
     const int grp = b / c1, bl = b % c1;
     const ivec3 t0 = i + pad;  // o * stride = t0 - k * dil
     for (int aa = 0; aa < cg0 - (drop ? 1 : 0); ++aa) {

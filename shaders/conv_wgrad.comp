@@ -4,7 +4,8 @@
 //   OP_CONV_WEIGHT  W[a,bl,k] = sum over n, o of S[n,a,o] * B[n, grp(a)*C1 + bl, o*stride - pad + k*dil]
 //   OP_CONV_BIAS    bias[c]   = sum over n, o of S[n,c,o]
 // Invocation t takes terms t, t + 128, t + 256, ... in order; the 128 partial sums are then added
-// by a fixed tree in shared memory. No atomics: the same inputs give the same bits.
+// by a fixed tree in shared memory. With few terms per element (CONV_SEQUENTIAL) one invocation
+// sums an element's terms in order instead. No atomics: the same inputs give the same bits.
 #version 460
 #include "common.glsl"
 #include "conv.h"
@@ -18,10 +19,11 @@ int64_t at5(const int st[8], int n, int c, ivec3 p) {
 }
 
 void main() {
-  uint64_t r = group_index();
-  if (r >= pc.count) return;  // uniform over the workgroup
-  const uint t = gl_LocalInvocationID.x;
   ConvGeom g = ConvGeom(pc.params);
+  const bool seq = (g.flags & CONV_SEQUENTIAL) != 0u;
+  const uint64_t r = seq ? global_index() : group_index();
+  if (r >= pc.count) return;  // a workgroup's tree sum: uniform over the workgroup
+  const uint t = seq ? 0u : gl_LocalInvocationID.x, step = seq ? 1u : 128u;
   const int c0 = g.c0, c1 = g.c1, groups = g.groups, nb = g.n;
   const ivec3 ps = ivec3(g.ps[0], g.ps[1], g.ps[2]), pb = ivec3(g.pb[0], g.pb[1], g.pb[2]);
   const ivec3 ks = ivec3(g.k[0], g.k[1], g.k[2]);
@@ -51,7 +53,7 @@ void main() {
   }
   const int b = (a / (c0 / groups)) * c1 + bl;
   const ivec3 koff = k * dil - pad;  // B position = o * stride + koff
-  for (uint j = t; j < terms; j += 128u) {
+  for (uint j = t; j < terms; j += step) {
     const int n = int(j / per_n);
     uint rem = j % per_n;
     ivec3 o;
@@ -68,13 +70,16 @@ void main() {
     acc += OP == OP_CONV_WEIGHT ? y * x : y;
   }
 
-  red[t] = acc;
-  barrier();
-  for (uint w = 64u; w > 0u; w >>= 1) {
-    if (t < w) red[t] += red[t + w];
+  if (!seq) {
+    red[t] = acc;
     barrier();
+    for (uint w = 64u; w > 0u; w >>= 1) {
+      if (t < w) red[t] += red[t + w];
+      barrier();
+    }
+    if (t != 0u) return;
+    acc = red[0];
   }
-  if (t != 0u) return;
-  if (OP == OP_CONV_WEIGHT) store_T(pc.w + uint64_t(at5(stw, a, bl, k)) * ew, dtw, red[0]);
-  else store_T(pc.bias + uint64_t(int64_t(a) * g.st_bias) * uint64_t(dsize(dtbias)), dtbias, red[0]);
+  if (OP == OP_CONV_WEIGHT) store_T(pc.w + uint64_t(at5(stw, a, bl, k)) * ew, dtw, acc);
+  else store_T(pc.bias + uint64_t(int64_t(a) * g.st_bias) * uint64_t(dsize(dtbias)), dtbias, acc);
 }

@@ -144,7 +144,8 @@ int64_t to_big_terms(const at::Tensor& weight, const Params& p) {
 
 void conv_forward(OpId id, Call& c) {
   const at::Tensor input = c.tensor("input"), weight = c.tensor("weight");
-  const std::optional<at::Tensor> bias = c.has("bias") ? std::optional<at::Tensor>(c.tensor("bias")) : std::nullopt;
+  std::optional<at::Tensor> bias;  // None, or (from torch's own convolution) an undefined tensor: no bias
+  if (c.has("bias") && c.tensor("bias").defined()) bias = c.tensor("bias");
   Params p;
   read_params(c, input, weight, bias, p);
   check_same_type(input, weight, "weight");

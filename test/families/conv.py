@@ -38,6 +38,8 @@ _CONFIGS = [
      False, [0, 0], 1, _CL, lambda t: t.transpose(0, 1)),
     ("sliced input [..., ::2], sliced weight [:, 1:]", (1, 2, 5, 10), (3, 3, 2, 2), True, [1, 1], [0, 0], [1, 1],
      False, [0, 0], 1, lambda t: t[..., ::2], lambda t: t[:, 1:]),
+    ("2-d, 264 terms per weight gradient element (workgroup sums)", (2, 2, 13, 12), (2, 2, 2, 2), True, [1, 1],
+     [0, 0], [1, 1], False, [0, 0], 1, None, None),
     ("empty batch", (0, 3, 5, 5), (4, 3, 3, 3), True, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, None, None),
 ]
 

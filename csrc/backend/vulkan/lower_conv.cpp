@@ -102,11 +102,14 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
 
   const uint64_t count = uint64_t(res.numel());
   p.count = count;
-  if (reduce) {  // the summed terms per result element must count in 32 bits (shaders/conv_wgrad.comp)
+  bool per_group = false;  // a workgroup per result element, sharing its sum (shaders/conv_wgrad.comp)
+  if (reduce) {  // the summed terms per result element must count in 32 bits
     const uint64_t terms = uint64_t(g.n) * uint64_t(g.ps[0]) * uint64_t(g.ps[1]) * uint64_t(g.ps[2]);
     if (terms > UINT32_MAX - kGroup) return why = "more than 2^32 terms per gradient element", -1;
+    per_group = terms >= CONV_TREE_MIN;
+    if (!per_group) g.flags |= CONV_SEQUENTIAL;
   }
-  const uint64_t groups = reduce ? count : (count + kGroup - 1) / kGroup;
+  const uint64_t groups = per_group ? count : (count + kGroup - 1) / kGroup;
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   out[0].opcode = args.pass == A::to_small ? OP_CONV_SMALL
                   : args.pass == A::to_big ? OP_CONV_BIG
