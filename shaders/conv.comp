@@ -1,8 +1,9 @@
-// variants: f32 f64
+// variants: f32 f64 i64
 // Direct convolution, one invocation per result element (roles as in shaders/conv.h):
 //   OP_CONV_SMALL  S[n,a,o] = bias[a] + sum over b in a's group, k of B[n, b, o*stride - pad + k*dil] * W[a, b%C1, k]
 //   OP_CONV_BIG    B[n,b,i] = bias[b] + sum over a in b's group, k with i = o*stride - pad + k*dil of S[n,a,o] * W[a, b%C1, k]
 // Each sum runs in a fixed order (channels, then kernel positions), so results are deterministic.
+// The i64 variant (integer dtypes, forward only) wraps, exact modulo the result's width.
 #version 460
 #include "common.glsl"
 #include "conv.h"

@@ -294,6 +294,44 @@ def test_many_workgroups():
     assert_exact(gi, x * 1.5, what="its input gradient")
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8], ids=str)
+def test_integers(dtype):
+    """Integer convolutions, as torch CPU has them (int64 in every form, narrower types neither
+    dilated nor transposed): exact, wrapping to the result's width."""
+    g = torch.Generator().manual_seed(1)
+    lo = 0 if dtype == torch.uint8 else -100
+    x, w = torch.randint(lo, 100, (2, 3, 6, 5), generator=g).to(dtype), torch.randint(lo, 100, (4, 3, 3, 2), generator=g).to(dtype)
+    b = torch.randint(lo, 100, (4,), generator=g).to(dtype)
+    calls = [lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1)]
+    if dtype == torch.int64:
+        calls += [lambda x, w, b: F.conv2d(x, w, b, dilation=2, padding=2),
+                  lambda x, w, b: F.conv_transpose2d(x, w.transpose(0, 1), b, stride=2)]
+    for f in calls:
+        ref = f(x, w, b)
+        with check_mode():
+            got = f(x.to(DEV), w.to(DEV), b.to(DEV)).cpu()
+        assert_exact(got, ref)
+
+
+def test_double_backward():
+    """Gradients of gradients (torch's _convolution_double_backward: convolutions of ours), float32
+    on vkml as accurate as float32 on the CPU against float64 (the ratio test of test_cnn_sgd_steps)."""
+    x, w = _rand((2, 3, 6, 6), torch.float64, 1), _rand((4, 3, 3, 3), torch.float64, 2)
+
+    def run(dtype, dev):
+        xd, wd = x.to(dtype).to(dev).requires_grad_(), w.to(dtype).to(dev).requires_grad_()
+        y = F.conv2d(xd, wd, padding=1, stride=2)
+        gx, gw = torch.autograd.grad((y * y).sum(), (xd, wd), create_graph=True)
+        return [t.cpu().double() for t in torch.autograd.grad((gx * gx).sum() + (gw * gw).sum(), (xd, wd))]
+    r64, rc = run(torch.float64, "cpu"), run(torch.float32, "cpu")
+    with check_mode():
+        rv = run(torch.float32, DEV)
+    eps = torch.finfo(torch.float32).eps
+    for name, v, c, r in zip(("x", "w"), rv, rc, r64):
+        err_v, err_c = (v - r).abs().max().item(), (c - r).abs().max().item()
+        assert err_v <= 4 * err_c + 16 * eps * r.abs().max().item(), f"d2/d{name}: {err_v:.3e} vs CPU {err_c:.3e}"
+
+
 def test_float64():
     """float64 computes in float64 (lavapipe and NVIDIA have shaderFloat64): its eps bounds the error."""
     x, w = _rand((1, 2, 6, 6), torch.float64, 1), _rand((3, 2, 3, 3), torch.float64, 2)
@@ -337,6 +375,7 @@ def test_errors_match_torch():
     assert "should be the same" in str(e)
     with pytest.raises(RuntimeError, match="should be the same"):
         F.conv2d(x.to(DEV), w)  # weight left on the CPU
+    _raises_like_cpu(F.conv2d, x.bool(), w.bool(), same_message=False)        # no bool convolution
     with pytest.raises(NotImplementedError):  # torch CPU has no backward for integers either
         A.convolution_backward_overrideable(torch.ones(1, 1, 3, 3, dtype=torch.int64, device=DEV),
                                             torch.ones(1, 1, 5, 5, dtype=torch.int64, device=DEV),

@@ -2,9 +2,12 @@
 // each (n, a, o, bl, k) whose big-side position o * stride - padding + k * dilation lies inside B,
 // the product of the two given tensors' elements is added to the computed tensor's element (the
 // bias gradient sums its operand per channel). This scatters where the shaders gather, so an
-// index mistake on either side shows. Accumulated in double, rounded once to the result's dtype;
-// the scale of the backward-error bound is the sum of the terms' magnitudes (bias included).
+// index mistake on either side shows. Floats accumulate in double, rounded once to the result's
+// dtype; the scale of the backward-error bound is the sum of the terms' magnitudes (bias
+// included). Integers accumulate in wrapping 64-bit arithmetic, which is exact modulo the
+// result's width, as torch's CPU kernels wrap.
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cpu/access.h"
 #include "backend/cpu/conv.h"
@@ -30,25 +33,27 @@ struct View {
   int64_t lin(int64_t i0, int64_t i1, const int64_t p[3]) const {  // row-major index
     return (((i0 * n[1] + i1) * n[2] + p[0]) * n[3] + p[1]) * n[4] + p[2];
   }
-  double get(int64_t i0, int64_t i1, const int64_t p[3]) const {
-    return load<double>(at(*d, i0 * s[0] + i1 * s[1] + p[0] * s[2] + p[1] * s[3] + p[2] * s[4]), d->dtype);
+  template <class V>
+  V get(int64_t i0, int64_t i1, const int64_t p[3]) const {
+    return value<V>(*d, i0 * s[0] + i1 * s[1] + p[0] * s[2] + p[1] * s[3] + p[2] * s[4]);
+  }
+  template <class V>
+  static V value(const TensorDesc& t, int64_t off) {  // V: double, or uint64_t for integers (wraps)
+    if constexpr (std::is_same_v<V, double>) return load<double>(at(t, off), t.dtype);
+    else return uint64_t(load<int64_t>(at(t, off), t.dtype));
   }
 };
 
-}  // namespace
-
-Result<void> or_conv(const Node& n, std::vector<double>* scale) {
-  if (!std::holds_alternative<ConvArgs>(n.args)) return node_error(Err::invalid, n, "not conv arguments");
+template <class V>
+Result<void> run(const Node& n, std::vector<double>* scale) {
   using A = ConvArgs;
+  constexpr bool kFloat = std::is_same_v<V, double>;
   const A& args = n.as<A>();
   const int dims = args.dims;
-  for (int i = 0; i < n.nout + n.nin; ++i)
-    if (n.t[i].ndim && (!valid_dtype(n.t[i].dtype) || !(op_info(n.op).dtypes & bit(n.t[i].dtype))))
-      return node_error(Err::unsupported, n, "conv operands must be floating point");
-  if (dims < 1 || dims > 3) return node_error(Err::invalid, n, "conv has 1 to 3 spatial dims");
   const TensorDesc& res = n.t[A::out];
   const size_t count = size_t(res.numel());
-  std::vector<double> acc(count, 0.0), mag(count, 0.0);
+  std::vector<V> acc(count, V(0));
+  std::vector<double> mag(kFloat ? count : 0, 0.0);
 
   if (args.pass == A::to_bias) {
     View g;
@@ -60,9 +65,9 @@ Result<void> or_conv(const Node& n, std::vector<double>* scale) {
         for (p[0] = 0; p[0] < g.n[2]; ++p[0])
           for (p[1] = 0; p[1] < g.n[3]; ++p[1])
             for (p[2] = 0; p[2] < g.n[4]; ++p[2]) {
-              const double v = g.get(b, c, p);
+              const V v = g.get<V>(b, c, p);
               acc[size_t(c)] += v;
-              mag[size_t(c)] += std::fabs(v);
+              if constexpr (kFloat) mag[size_t(c)] += std::fabs(v);
             }
   } else {
     View S, B, W;
@@ -96,13 +101,13 @@ Result<void> or_conv(const Node& n, std::vector<double>* scale) {
                         inside = inside && q[i] >= 0 && q[i] < B.n[2 + i];
                       }
                       if (!inside) continue;
-                      double v;
+                      V v;
                       int64_t e;
-                      if (args.pass == A::to_small) v = B.get(b, c, q) * W.get(a, bl, k), e = S.lin(b, a, o);
-                      else if (args.pass == A::to_big) v = S.get(b, a, o) * W.get(a, bl, k), e = B.lin(b, c, q);
-                      else v = S.get(b, a, o) * B.get(b, c, q), e = W.lin(a, bl, k);
+                      if (args.pass == A::to_small) v = B.get<V>(b, c, q) * W.get<V>(a, bl, k), e = S.lin(b, a, o);
+                      else if (args.pass == A::to_big) v = S.get<V>(b, a, o) * W.get<V>(a, bl, k), e = B.lin(b, c, q);
+                      else v = S.get<V>(b, a, o) * B.get<V>(b, c, q), e = W.lin(a, bl, k);
                       acc[size_t(e)] += v;
-                      mag[size_t(e)] += std::fabs(v);
+                      if constexpr (kFloat) mag[size_t(e)] += std::fabs(v);
                     }
               }
     const TensorDesc& bias = n.t[A::bias];
@@ -112,15 +117,31 @@ Result<void> or_conv(const Node& n, std::vector<double>* scale) {
       if (bias.ndim != 1 || bias.sizes[0] != R.n[1]) return node_error(Err::invalid, n, "bias must be [C]");
       for (size_t e = 0; e < count; ++e) {
         const int64_t c = int64_t(e) / (R.n[2] * R.n[3] * R.n[4]) % R.n[1];
-        const double v = load<double>(at(bias, c * bias.strides[0]), bias.dtype);
+        const V v = View::value<V>(bias, c * bias.strides[0]);
         acc[e] += v;
-        mag[e] += std::fabs(v);
+        if constexpr (kFloat) mag[e] += std::fabs(v);
       }
     }
   }
-  for (size_t e = 0; e < count; ++e) store<double>(at(res, offset_of(res, int64_t(e))), res.dtype, acc[e]);
-  if (wants_scale(n, scale)) *scale = std::move(mag);
+  for (size_t e = 0; e < count; ++e) {
+    uint8_t* p = at(res, offset_of(res, int64_t(e)));
+    if constexpr (kFloat) store<double>(p, res.dtype, acc[e]);
+    else store<int64_t>(p, res.dtype, int64_t(acc[e]));
+  }
+  if (kFloat && wants_scale(n, scale)) *scale = std::move(mag);
   return {};
+}
+
+}  // namespace
+
+Result<void> or_conv(const Node& n, std::vector<double>* scale) {
+  if (!std::holds_alternative<ConvArgs>(n.args)) return node_error(Err::invalid, n, "not conv arguments");
+  for (int i = 0; i < n.nout + n.nin; ++i)
+    if (n.t[i].ndim && (!valid_dtype(n.t[i].dtype) || !(op_info(n.op).dtypes & bit(n.t[i].dtype))))
+      return node_error(Err::unsupported, n, "an operand's dtype is not one of the row's");
+  if (n.as<ConvArgs>().dims < 1 || n.as<ConvArgs>().dims > 3)
+    return node_error(Err::invalid, n, "conv has 1 to 3 spatial dims");
+  return compute_of(n.compute) == Compute::i64 ? run<uint64_t>(n, scale) : run<double>(n, scale);
 }
 
 }  // namespace vkml::cpu
