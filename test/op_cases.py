@@ -36,6 +36,7 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     outs: dict = field(default_factory=dict)  # out kwarg name -> dtype, for .out overloads
     scale: object = None  # fn(cpu_args) -> list of (scale, n), one per compared output
+    ref: object = None    # the CPU reference op, where torch CPU has no kernel for the overload itself
 
 
 def out_names(overload):

@@ -4,6 +4,8 @@ whose comparison with torch CPU may use their row's backward-error contract. tes
 reads it; everything else the tests need comes from vkml_torch._C.op_table().
 """
 
+_CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+
 # OpInfo name -> the op-table row whose tolerance decides the comparison, where they differ.
 # Every row whose name is an OpInfo name is tested under that name without being listed here.
 ALIASES = {
@@ -11,6 +13,7 @@ ALIASES = {
     "nn.functional.relu": "relu", "max": "amax", "min": "amin", "matmul": "mm", "mv": "addmv",
     "nn.functional.nll_loss": "nll_loss", "nn.functional.cross_entropy": "nll_loss",
     "masked_select": "copy", "cat": "copy", "clone": "copy",
+    **{f"nn.functional.{f}": "convolution" for f in _CONVS},
 }
 
 # aten ops some samples need that have no vkml kernel yet, and why they are not here yet.
@@ -30,10 +33,10 @@ KNOWN_GAPS = {
 
 # OpInfo name -> whether the op's first input keeps its sign in the backward-error scale. The
 # scale is the op on the absolute values of the other float inputs (and of alpha/beta): exactly
-# sum |terms| for an op linear in those (products, sums, nll_loss), and for cross_entropy too,
-# whose logits pass through log_softmax (<= 0, so every term -w * t * logp has the sign of w * t).
+# sum |terms| for an op linear in those (products, sums, nll_loss, convolutions), and for
+# cross_entropy too, whose logits pass through log_softmax (<= 0, so every term -w * t * logp has the sign of w * t).
 BACKWARD = {"sum": False, "mean": False, "mm": False, "addmm": False, "bmm": False, "matmul": False,
             "addmv": False, "dot": False, "mv": False, "nn.functional.nll_loss": False,
-            "nn.functional.cross_entropy": True}
+            "nn.functional.cross_entropy": True, **{f"nn.functional.{f}": False for f in _CONVS}}
 
 

@@ -1,0 +1,9 @@
+// The conv family's oracle (backend/cpu/conv.cpp), bound to rows by their ORACLE column.
+#pragma once
+#include "backend/cpu/kernels.h"
+
+namespace vkml::cpu {
+
+Result<void> or_conv(const Node& n, std::vector<double>* scale);
+
+}  // namespace vkml::cpu

@@ -1,0 +1,123 @@
+// The conv family -> shaders/conv.comp (to_small, to_big: an invocation per result element) and
+// shaders/conv_wgrad.comp (to_weight, to_bias: a workgroup per result element). The geometry
+// (shaders/conv.h ConvGeom, 224 bytes) goes through the submission's parameter buffer.
+#include <string>
+
+#include "backend/vulkan/lower.h"
+#include "conv.h"
+#include "op_codes.h"
+#include "util/env.h"
+
+namespace vkml::vk {
+namespace {
+
+// Copies a role's sizes/strides into the geometry: [n or c0, c or c1, d0, d1, d2], spatial dims
+// right-aligned (a 1-d or 2-d convolution gets leading dims of size 1).
+bool role(const TensorDesc& d, int dims, int32_t sp[4], int32_t st[8], std::string& why) {
+  for (int i = 0; i < 8; ++i) st[i] = 0;
+  for (int i = 0; i < 3; ++i) sp[i] = 1;
+  sp[3] = 0;
+  for (int i = 0; i < dims + 2; ++i) {
+    if (!fits_i32(d.sizes[i]) || !fits_i32(d.strides[i])) return why = "a size or stride exceeds 2^31", false;
+    const int at = i < 2 ? i : i + 3 - dims;
+    st[at] = int32_t(d.strides[i]);
+    if (i >= 2) sp[at - 2] = int32_t(d.sizes[i]);
+  }
+  return true;
+}
+
+}  // namespace
+
+int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
+  using A = ConvArgs;
+  const A& args = n.as<A>();
+  const bool reduce = args.pass == A::to_weight || args.pass == A::to_bias;
+  if (!set_shader(out[0], reduce ? "conv_wgrad" : "conv", compute_of(n.compute), lim, why)) return -1;
+  const int dims = args.dims;
+  if (dims < 1 || dims > 3) return why = "1 to 3 spatial dims", -1;
+  const TensorDesc& res = n.t[A::out];
+  if (res.numel() == 0) return 0;
+
+  pc::ConvGeom g{};
+  pc::ConvPc p{};
+  // The three roles; the result stands in for its own (absent) slot. to_bias: the gradient in S.
+  const TensorDesc* s = &n.t[A::small];
+  const TensorDesc* b = &n.t[A::big];
+  const TensorDesc* w = &n.t[A::weight];
+  if (args.pass == A::to_small) s = &res;
+  if (args.pass == A::to_big) b = &res;
+  if (args.pass == A::to_weight) w = &res;
+  if (args.pass == A::to_bias) {
+    s = n.t[A::small].ndim ? &n.t[A::small] : &n.t[A::big];
+    if (s->ndim != dims + 2 || res.ndim != 1 || res.sizes[0] != s->sizes[1])
+      return why = "bias gradient shapes do not match", -1;
+    if (!role(*s, dims, g.ps, g.st_s, why)) return -1;
+    g.n = int32_t(s->sizes[0]);
+    g.c0 = int32_t(s->sizes[1]);
+    g.c1 = g.groups = 1;
+    for (int i = 0; i < 3; ++i) g.k[i] = g.pb[i] = g.stride[i] = g.dil[i] = 1;
+    if (!fits_i32(res.strides[0])) return why = "a stride exceeds 2^31", -1;
+    g.st_bias = int32_t(res.strides[0]);
+    g.dtypes = uint32_t(s->dtype) | uint32_t(res.dtype) << 24;
+    p.s = s->addr;
+    p.bias = res.addr;
+  } else {
+    if (s->ndim != dims + 2 || b->ndim != dims + 2 || w->ndim != dims + 2)
+      return why = "operands must have 2 + dims dims", -1;
+    const int64_t groups = args.groups, c0 = w->sizes[0], c1 = w->sizes[1];
+    if (groups < 1 || c0 % groups != 0 || s->sizes[1] != c0 || b->sizes[1] != c1 * groups ||
+        s->sizes[0] != b->sizes[0])
+      return why = "operand shapes do not match the convolution", -1;
+    if (!role(*s, dims, g.ps, g.st_s, why) || !role(*b, dims, g.pb, g.st_b, why) || !role(*w, dims, g.k, g.st_w, why))
+      return -1;
+    g.n = int32_t(s->sizes[0]);
+    g.c0 = int32_t(c0);
+    g.c1 = int32_t(c1);
+    g.groups = int32_t(groups);
+    for (int i = 0; i < 3; ++i) {
+      const int src = i - (3 - dims);
+      const bool real = src >= 0;
+      const int64_t v[3] = {real ? args.stride[src] : 1, real ? args.padding[src] : 0, real ? args.dilation[src] : 1};
+      if (v[0] < 1 || v[1] < 0 || v[2] < 1 || !fits_i32(v[0]) || !fits_i32(v[1]) || !fits_i32(v[2]))
+        return why = "stride, padding or dilation out of range", -1;
+      g.stride[i] = int32_t(v[0]);
+      g.pad[i] = int32_t(v[1]);
+      g.dil[i] = int32_t(v[2]);
+    }
+    const TensorDesc& bias = n.t[A::bias];
+    const bool has_bias = bias.addr != 0 && args.pass != A::to_weight;
+    if (has_bias) {
+      if (bias.ndim != 1 || bias.sizes[0] != res.sizes[1] || !fits_i32(bias.strides[0]))
+        return why = "bias must be [channels of the result]", -1;
+      g.st_bias = int32_t(bias.strides[0]);
+    }
+    g.dtypes = uint32_t(s->dtype) | uint32_t(b->dtype) << 8 | uint32_t(w->dtype) << 16 |
+               (has_bias ? uint32_t(bias.dtype) << 24 : 0u);
+    p.s = s->addr;
+    p.b = b->addr;
+    p.w = w->addr;
+    p.bias = has_bias ? bias.addr : 0;
+  }
+  if (env().mutate == op_info(n.op).name) g.flags |= CONV_MUTATE;
+
+  const uint64_t count = uint64_t(res.numel());
+  p.count = count;
+  bool per_group = false;  // a workgroup per result element, sharing its sum (shaders/conv_wgrad.comp)
+  if (reduce) {  // the summed terms per result element must count in 32 bits
+    const uint64_t terms = uint64_t(g.n) * uint64_t(g.ps[0]) * uint64_t(g.ps[1]) * uint64_t(g.ps[2]);
+    if (terms > UINT32_MAX - kGroup) return why = "more than 2^32 terms per gradient element", -1;
+    per_group = terms >= CONV_TREE_MIN;
+    if (!per_group) g.flags |= CONV_SEQUENTIAL;
+  }
+  const uint64_t groups = per_group ? count : (count + kGroup - 1) / kGroup;
+  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
+  out[0].opcode = args.pass == A::to_small ? OP_CONV_SMALL
+                  : args.pass == A::to_big ? OP_CONV_BIG
+                  : args.pass == A::to_weight ? OP_CONV_WEIGHT
+                                              : OP_CONV_BIAS;
+  put(out[0], p);
+  put_params(out[0], g, offsetof(pc::ConvPc, params));
+  return 1;
+}
+
+}  // namespace vkml::vk
