@@ -14,6 +14,10 @@ def _autoload():
 
 import torch  # noqa: E402
 
+from . import _torch_check  # noqa: E402
+
+_torch_check.check(torch.__version__)  # before _C: it only loads under the torch it was built for
+
 from . import _C  # noqa: E402
 from . import _decomp  # noqa: E402
 from . import _device  # noqa: E402
