@@ -43,12 +43,14 @@ def test_installed_metadata_states_the_torch_it_was_built_for():
 
 
 @pytest.mark.parametrize("fake", ["2.99.0", "1.13.1+cu117"])
-def test_another_torch_is_a_clear_import_error_before_the_extension_loads(fake):
+def test_another_torch_is_a_clear_import_error_before_the_extension_loads(fake, tmp_path):
     code = (f"import sys, torch; torch.__version__ = {fake!r}\n"
             "try:\n    import vkml_torch\nexcept ImportError as e:\n    print('ImportError:', e)\n"
             "print('_C loaded:', 'vkml_torch._C' in sys.modules)\n")
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    # From an empty directory: the vkml_torch under test is the one this interpreter imports.
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                       cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"but this Python has torch {fake}" in r.stdout, r.stdout
     assert f"built against torch {torch.__version__}" in r.stdout, r.stdout
