@@ -50,6 +50,8 @@ help:
 	@echo "make build   set up and (re)build the extension if csrc/, shaders/ or setup.py changed"
 	@echo "make bench   bench/bench_ops.py \$$BENCH_ARGS (e.g. BENCH_ARGS=--full)"
 	@echo "make clean   remove build outputs (distclean also removes $(VENV))"
+	@echo "make wheel   build dist/vkml_torch-*.whl; make smoke installs it into a fresh venv and checks it"
+	@echo "make docs    regenerate docs/api.md from the docstrings"
 
 setup: apt venv ext
 build: setup
@@ -182,3 +184,9 @@ smoke: $(if $(filter wheel,$(SMOKE)),wheel,)
 	  if [ "$$how" = wheel ]; then what="$$(ls dist/vkml_torch-*.whl)"; else what=.; fi; \
 	  PATH="$(CCACHE_PATH)$$PATH" MAX_JOBS=$(MAX_JOBS) PYTHON=$(PYTHON) \
 	    scripts/smoke_install.sh "$(SMOKE_TORCH)" "$$how" "$$what"; done
+
+# ---- docs/api.md, generated from the docstrings (test/test_api_docs.py fails `make test` when the
+# file is out of date).
+.PHONY: docs
+docs: setup
+	$(VPY) scripts/gen_api_docs.py
