@@ -47,11 +47,12 @@ BUILD_ENV := PATH="$(CCACHE_PATH)$$PATH:$(abspath $(VENV))/bin" MAX_JOBS=$(MAX_J
 help:
 	@echo "make demo    train a small MLP on the best device (sets everything up first)"
 	@echo "make test    layering check + pytest, then pytest again with VKML_CHECK=1 VKML_MIN_SPEC=1"
-	@echo "make build   set up and (re)build the extension if csrc/, shaders/ or setup.py changed"
+	@echo "make build   set up and (re)build the extension (pip install -e .) if its sources changed"
 	@echo "make bench   bench/bench_ops.py \$$BENCH_ARGS (e.g. BENCH_ARGS=--full)"
 	@echo "make clean   remove build outputs (distclean also removes $(VENV))"
 	@echo "make wheel   build dist/vkml_torch-*.whl; make smoke installs it into a fresh venv and checks it"
 	@echo "make docs    regenerate docs/api.md from the docstrings"
+	@echo "make compat TORCH=2.15.0   build and test against that torch in .venv-torch2.15.0"
 
 setup: apt venv ext
 build: setup
@@ -190,3 +191,34 @@ smoke: $(if $(filter wheel,$(SMOKE)),wheel,)
 .PHONY: docs
 docs: setup
 	$(VPY) scripts/gen_api_docs.py
+
+# ---- compat: build and test against another torch release, in a venv of its own -----------------
+# `make compat TORCH=2.15.0` makes .venv-torch2.15.0 with PyPI's default wheel of that torch (CUDA
+# dependencies and all: a large download; a local pip constraints file capping torch is ignored
+# for it), builds and installs the extension there with `pip install --no-build-isolation .`
+# (objects in build/compat-torch2.15.0: the main venv's build is not touched), then runs both
+# passes of the suite against the installed package from that directory, so that the source
+# tree's vkml_torch (built for the main venv's torch) is not the one imported.
+.PHONY: compat
+TORCH ?=
+COMPAT_VENV = .venv-torch$(TORCH)
+COMPAT_DIR = $(BUILD)/compat-torch$(TORCH)
+COMPAT_PY = $(abspath $(COMPAT_VENV))/bin/python
+# TESTS / CHECK_TESTS with their test paths made absolute (pytest runs from COMPAT_DIR).
+compat_args = $(foreach a,$(1),$(if $(filter test%,$(a)),$(CURDIR)/$(a),$(a)))
+
+compat: apt
+	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0" >&2; exit 2; }
+	@[ -x "$(COMPAT_PY)" ] || { echo "compat: creating $(COMPAT_VENV)"; $(PYTHON) -m venv "$(COMPAT_VENV)"; }
+	PIP_CONSTRAINT=/dev/null $(COMPAT_PY) -m pip install -q "torch==$(TORCH)"
+	PIP_CONSTRAINT=/dev/null $(COMPAT_PY) -m pip install -q $(PY_PKGS)
+	@mkdir -p $(COMPAT_DIR)
+	PATH="$(CCACHE_PATH)$$PATH:$(abspath $(COMPAT_VENV))/bin" MAX_JOBS=$(MAX_JOBS) TORCH_DEVICE_BACKEND_AUTOLOAD=0 \
+	  VKML_BUILD_TEMP=$(abspath $(COMPAT_DIR))/obj \
+	  $(COMPAT_PY) -m pip install $(PIP_BUILD_ARGS) --no-build-isolation --no-deps --force-reinstall .
+	@cd $(COMPAT_DIR) && rc=0; \
+	echo "torch $(TORCH): pytest $(PYTEST_ARGS) test"; \
+	$(COMPAT_PY) -m pytest $(PYTEST_ARGS) -p no:cacheprovider $(call compat_args,$(TESTS)) || rc=1; \
+	echo "torch $(TORCH): VKML_CHECK=1 VKML_MIN_SPEC=1 pytest $(PYTEST_ARGS) test"; \
+	VKML_CHECK=1 VKML_MIN_SPEC=1 $(COMPAT_PY) -m pytest $(PYTEST_ARGS) -p no:cacheprovider $(call compat_args,$(CHECK_TESTS)) || rc=1; \
+	exit $$rc
