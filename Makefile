@@ -28,9 +28,11 @@ comma := ,
 DEPS_STAMP := $(VENV)/.vkml-deps
 EXT_STAMP := $(VENV)/.vkml-ext
 SRCLIST := $(BUILD)/.vkml-srclist
-EXT_SRCS := $(shell find csrc shaders -type f 2>/dev/null | sort) setup.py
+EXT_SRCS := $(shell find csrc shaders -type f 2>/dev/null | sort) setup.py pyproject.toml
 EXT_SO := $(wildcard vkml_torch/_C*.so)
-EXT_PTH := $(wildcard $(VENV)/lib/python3*/site-packages/vkml_torch-dev.pth)
+EXT_EDITABLE := $(wildcard $(VENV)/lib/python3*/site-packages/__editable__*vkml_torch*.pth)
+# pip's verbosity for the build (e.g. PIP_BUILD_ARGS=-v shows every compile).
+PIP_BUILD_ARGS ?= -q
 # torch wraps its ninja compiles in ccache itself when ccache is on PATH; /usr/lib/ccache on PATH
 # covers older torch too. (CXX="ccache g++" breaks torch's ninja file: it quotes it as one word.)
 CCACHE_PATH := $(if $(wildcard /usr/lib/ccache),/usr/lib/ccache:,)
@@ -45,9 +47,12 @@ BUILD_ENV := PATH="$(CCACHE_PATH)$$PATH:$(abspath $(VENV))/bin" MAX_JOBS=$(MAX_J
 help:
 	@echo "make demo    train a small MLP on the best device (sets everything up first)"
 	@echo "make test    layering check + pytest, then pytest again with VKML_CHECK=1 VKML_MIN_SPEC=1"
-	@echo "make build   set up and (re)build the extension if csrc/, shaders/ or setup.py changed"
+	@echo "make build   set up and (re)build the extension (pip install -e .) if its sources changed"
 	@echo "make bench   bench/bench_ops.py \$$BENCH_ARGS (e.g. BENCH_ARGS=--full)"
 	@echo "make clean   remove build outputs (distclean also removes $(VENV))"
+	@echo "make wheel   build dist/vkml_torch-*.whl; make smoke installs it into a fresh venv and checks it"
+	@echo "make docs    regenerate docs/api.md from the docstrings"
+	@echo "make compat TORCH=2.15.0   build and test against that torch in .venv-torch2.15.0"
 
 setup: apt venv ext
 build: setup
@@ -130,66 +135,90 @@ $(DEPS_STAMP): FORCE
 	@$(VPY) -c 'import sys, importlib.metadata as m; print(sys.version.split()[0], m.version("torch"))' >"$@.tmp"; \
 	if cmp -s "$@.tmp" "$@"; then rm "$@.tmp"; else mv "$@.tmp" "$@"; echo "setup: venv ready (python, torch: $$(cat $@))"; fi
 
-# ---- the extension: build_ext --inplace (ninja keeps objects in build/ for incremental rebuilds)
-# plus a dist-info for the torch.backends entry point and a .pth that puts the repo on sys.path.
-# Rebuilt when a file in csrc/ or shaders/ changes, appears or disappears, or setup.py changes.
-define PY_REGISTER
-import glob, json, os, shutil, sys, sysconfig
-root, made = os.path.abspath(sys.argv[1]), sys.argv[2]
-sp = sysconfig.get_paths()["purelib"]
-for old in glob.glob(os.path.join(sp, "vkml_torch-*.dist-info")):
-    shutil.rmtree(old)
-src = glob.glob(os.path.join(made, "vkml_torch-*.dist-info"))[0]
-dst = os.path.join(sp, os.path.basename(src))
-shutil.copytree(src, dst)
-with open(os.path.join(dst, "INSTALLER"), "w") as f:
-    f.write("make\n")
-with open(os.path.join(dst, "direct_url.json"), "w") as f:
-    json.dump({"url": "file://" + root, "dir_info": {"editable": True}}, f)
-pth = os.path.join(sp, "vkml_torch-dev.pth")
-with open(pth, "w") as f:
-    f.write(root + "\n")
-rec = [os.path.relpath(p, sp) for p in glob.glob(os.path.join(dst, "*"))] + [os.path.basename(pth)]
-with open(os.path.join(dst, "RECORD"), "w") as f:
-    f.writelines(r + ",,\n" for r in rec + [os.path.relpath(os.path.join(dst, "RECORD"), sp)])
-endef
-export PY_REGISTER
-
+# ---- the extension: `pip install --no-build-isolation -e .`, as a user would run it (setup.py keeps
+# ninja's objects in build/, so a rebuild compiles only what changed). The package, its metadata and
+# the torch.backends entry point come from pyproject.toml. Rebuilt when a file in csrc/ or shaders/
+# changes, appears or disappears, or setup.py or pyproject.toml changes.
 ext: $(EXT_STAMP)
 
 $(SRCLIST): FORCE
 	@mkdir -p $(BUILD); printf '%s\n' $(EXT_SRCS) >"$@.tmp"; \
 	if cmp -s "$@.tmp" "$@"; then rm "$@.tmp"; else mv "$@.tmp" "$@"; fi
 
-$(EXT_STAMP): $(EXT_SRCS) $(SRCLIST) $(DEPS_STAMP) $(if $(and $(EXT_SO),$(EXT_PTH)),,FORCE) | apt
-	@echo "setup: building vkml_torch._C (MAX_JOBS=$(MAX_JOBS)$(if $(CCACHE_PATH),$(comma) ccache))"
-	@rm -rf $(BUILD)/dist-info; mkdir -p $(BUILD)/dist-info
-	$(BUILD_ENV) $(abspath $(VPY)) setup.py -q build_ext --inplace dist_info --output-dir $(BUILD)/dist-info
-	@$(VPY) -c "$$PY_REGISTER" . $(BUILD)/dist-info
+$(EXT_STAMP): $(EXT_SRCS) $(SRCLIST) $(DEPS_STAMP) $(if $(and $(EXT_SO),$(EXT_EDITABLE)),,FORCE) | apt
+	@echo "setup: building vkml_torch._C: pip install --no-build-isolation -e . (MAX_JOBS=$(MAX_JOBS)$(if $(CCACHE_PATH),$(comma) ccache))"
+	$(BUILD_ENV) $(VPY) -m pip install $(PIP_BUILD_ARGS) --no-build-isolation --no-deps -e .
 	@touch "$@"
 
 rebuild:
 	rm -f "$(EXT_STAMP)"
 	$(MAKE) build
 
-# ---- cleaning: also unregister the entry point, or `import torch` in the venv would try to load
-# an extension that is gone.
-define PY_UNREGISTER
-import glob, os, shutil, sysconfig
-sp = sysconfig.get_paths()["purelib"]
-for p in glob.glob(os.path.join(sp, "vkml_torch-*.dist-info")):
-    shutil.rmtree(p)
-for p in glob.glob(os.path.join(sp, "vkml_torch-dev.pth")):
-    os.remove(p)
-endef
-export PY_UNREGISTER
-
+# ---- cleaning: also uninstall, or `import torch` in the venv would try to load an extension that
+# is gone (through the entry point).
 clean:
-	@if [ -x "$(VPY)" ]; then $(VPY) -c "$$PY_UNREGISTER"; fi
-	rm -rf $(BUILD) vkml_torch/_C*.so *.egg-info .pytest_cache "$(EXT_STAMP)"
+	@if [ -x "$(VPY)" ]; then $(VPY) -m pip uninstall -y -q vkml-torch 2>/dev/null || true; fi
+	rm -rf $(BUILD) dist vkml_torch/_C*.so vkml_torch/_build_info.py *.egg-info .pytest_cache "$(EXT_STAMP)"
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
 	rm -rf "$(VENV)"
 
 FORCE:
+
+# ---- packaging: the wheel, and installing as a new user would (fresh venvs, no source tree) -----
+# `make wheel` builds dist/vkml_torch-*.whl against the venv's torch (SPIR-V inside _C). `make smoke`
+# installs the wheel into a fresh venv that has only torch ($(SMOKE_TORCH)), and with SMOKE="wheel
+# source" also the source tree, plain and editable (a full compile in a venv of its own: minutes);
+# from an empty directory it checks that `import torch` alone loads vkml and that the demo trains.
+.PHONY: wheel smoke
+SMOKE ?= wheel
+SMOKE_TORCH ?= $(TORCH_PIN)
+
+wheel: setup
+	@rm -f dist/vkml_torch-*.whl
+	$(BUILD_ENV) $(VPY) -m pip wheel $(PIP_BUILD_ARGS) --no-build-isolation --no-deps -w dist .
+	@ls dist/vkml_torch-*.whl
+
+smoke: $(if $(filter wheel,$(SMOKE)),wheel,)
+	@for how in $(SMOKE); do \
+	  if [ "$$how" = wheel ]; then what="$$(ls dist/vkml_torch-*.whl)"; else what=.; fi; \
+	  PATH="$(CCACHE_PATH)$$PATH" MAX_JOBS=$(MAX_JOBS) PYTHON=$(PYTHON) \
+	    scripts/smoke_install.sh "$(SMOKE_TORCH)" "$$how" "$$what"; done
+
+# ---- docs/api.md, generated from the docstrings (test/test_api_docs.py fails `make test` when the
+# file is out of date).
+.PHONY: docs
+docs: setup
+	$(VPY) scripts/gen_api_docs.py
+
+# ---- compat: build and test against another torch release, in a venv of its own -----------------
+# `make compat TORCH=2.15.0` makes .venv-torch2.15.0 with PyPI's default wheel of that torch (CUDA
+# dependencies and all: a large download; a local pip constraints file capping torch is ignored
+# for it), builds and installs the extension there with `pip install --no-build-isolation .`
+# (objects in build/compat-torch2.15.0: the main venv's build is not touched), then runs both
+# passes of the suite against the installed package from that directory, so that the source
+# tree's vkml_torch (built for the main venv's torch) is not the one imported.
+.PHONY: compat
+TORCH ?=
+COMPAT_VENV = .venv-torch$(TORCH)
+COMPAT_DIR = $(BUILD)/compat-torch$(TORCH)
+COMPAT_PY = $(abspath $(COMPAT_VENV))/bin/python
+# TESTS / CHECK_TESTS with their test paths made absolute (pytest runs from COMPAT_DIR).
+compat_args = $(foreach a,$(1),$(if $(filter test%,$(a)),$(CURDIR)/$(a),$(a)))
+
+compat: apt
+	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0" >&2; exit 2; }
+	@[ -x "$(COMPAT_PY)" ] || { echo "compat: creating $(COMPAT_VENV)"; $(PYTHON) -m venv "$(COMPAT_VENV)"; }
+	PIP_CONSTRAINT=/dev/null $(COMPAT_PY) -m pip install -q "torch==$(TORCH)"
+	PIP_CONSTRAINT=/dev/null $(COMPAT_PY) -m pip install -q $(PY_PKGS)
+	@mkdir -p $(COMPAT_DIR)
+	PATH="$(CCACHE_PATH)$$PATH:$(abspath $(COMPAT_VENV))/bin" MAX_JOBS=$(MAX_JOBS) TORCH_DEVICE_BACKEND_AUTOLOAD=0 \
+	  VKML_BUILD_TEMP=$(abspath $(COMPAT_DIR))/obj \
+	  $(COMPAT_PY) -m pip install $(PIP_BUILD_ARGS) --no-build-isolation --no-deps --force-reinstall .
+	@cd $(COMPAT_DIR) && rc=0; \
+	echo "torch $(TORCH): pytest $(PYTEST_ARGS) test"; \
+	$(COMPAT_PY) -m pytest $(PYTEST_ARGS) -p no:cacheprovider $(call compat_args,$(TESTS)) || rc=1; \
+	echo "torch $(TORCH): VKML_CHECK=1 VKML_MIN_SPEC=1 pytest $(PYTEST_ARGS) test"; \
+	VKML_CHECK=1 VKML_MIN_SPEC=1 $(COMPAT_PY) -m pytest $(PYTEST_ARGS) -p no:cacheprovider $(call compat_args,$(CHECK_TESTS)) || rc=1; \
+	exit $$rc

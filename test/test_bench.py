@@ -78,3 +78,10 @@ def test_matmul_budget_skips_and_shortens():
     assert v is None and why.startswith("skipped: one warm-up matmul took"), why
     v, why = bench_cases.matmul_tflops(cpu, 64, 3, budget_s=60.0)
     assert v > 0 and why == ""
+
+
+def test_bench_pinned_runs():
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_pinned.py"), "--mib", "1", "--repeats", "1"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "pinned, non_blocking=True" in p.stdout, p.stdout

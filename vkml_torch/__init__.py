@@ -14,6 +14,10 @@ def _autoload():
 
 import torch  # noqa: E402
 
+from . import _torch_check  # noqa: E402
+
+_torch_check.check(torch.__version__)  # before _C: it only loads under the torch it was built for
+
 from . import _C  # noqa: E402
 from . import _decomp  # noqa: E402
 from . import _device  # noqa: E402
@@ -39,8 +43,14 @@ def _register():
 
 _register()
 
-is_available = _C.is_available
-why_unavailable = _C.why_unavailable
+def is_available():
+    """Whether a usable Vulkan 1.3 device was found (the device opens on first use)."""
+    return _C.is_available()
+
+
+def why_unavailable():
+    """Why no device is usable ("" when one is): no loader, no Vulkan 1.3 device, a missing feature."""
+    return _C.why_unavailable()
 
 
 def best_device():
@@ -71,7 +81,23 @@ def flushes_subnormals(dtype=torch.float32):
     return _C.flushes_subnormals(dtype == torch.float64)
 
 
-set_check = _C.set_check
-check_enabled = _C.check_enabled
-set_eager = _C.set_eager
-set_mutation = _C.set_mutation
+def set_check(on):
+    """Check mode on or off, as VKML_CHECK=1 sets it at start: every op also runs on the CPU oracle
+    and a result beyond the op's tolerance raises `vkml check failed: ...`. Pending work runs first."""
+    _C.set_check(bool(on))
+
+
+def check_enabled():
+    """Whether check mode is on."""
+    return _C.check_enabled()
+
+
+def set_eager(on):
+    """Eager mode on or off, as VKML_EAGER=1 sets it at start: submit and wait after every op."""
+    _C.set_eager(bool(on))
+
+
+def set_mutation(op):
+    """Test hook, as VKML_MUTATE: the GPU runs a deliberately wrong kernel for the op-table row `op`
+    ("" for none), so that tests can show check mode catches it."""
+    _C.set_mutation(op)

@@ -6,14 +6,17 @@ from . import _C
 
 
 def is_available():
+    """Whether a usable Vulkan 1.3 device was found (vkml_torch.why_unavailable() says why not)."""
     return _C.is_available()
 
 
 def device_count():
+    """The number of vkml devices: 1 when a Vulkan device is usable, else 0."""
     return _C.device_count()
 
 
 def current_device():
+    """The index of the current vkml device (always 0: one device per process)."""
     return 0
 
 
@@ -30,6 +33,7 @@ def _index(device):
 
 
 def set_device(device):
+    """Select the vkml device (only index 0 exists; another raises RuntimeError)."""
     i = _index(device)
     if i != 0 and i >= device_count():
         raise RuntimeError(f"vkml: device index {i} is out of range ({device_count()} device(s))")
@@ -66,33 +70,28 @@ class _Properties:
 
 
 def get_device_properties(device=None):
+    """The device's name, type, Vulkan api_version, driver_version, total_memory (bytes of its
+    largest device-local heap), vendor and device ids, and the limits the backend uses."""
     _index(device)
     return _Properties(_C.device_info())
 
 
 def get_device_name(device=None):
+    """The Vulkan device's name, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)"."""
     return get_device_properties(device).name
 
 
-def memory_allocated(device=None):
-    return _C.memory_stats()["allocated"]
-
-
-def memory_reserved(device=None):
-    return _C.memory_stats()["reserved"]
-
-
-def max_memory_allocated(device=None):
-    return _C.memory_stats()["max_allocated"]
-
-
-def empty_cache():
-    _C.empty_cache()
+# Memory statistics in torch.cuda's shapes (memory_stats, memory_summary, memory_allocated, ...).
+from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, mem_get_info,  # noqa: E402,F401
+                      memory_allocated, memory_reserved, memory_stats, memory_summary,
+                      reset_accumulated_memory_stats, reset_peak_memory_stats)
 
 
 # Random numbers: the device's generator is a CPU generator (csrc/aten/random.h); random ops draw
 # on the host and copy to the device, so a seed gives exactly torch CPU's numbers.
 def manual_seed(seed):
+    """Seed the device's default generator (torch.manual_seed seeds it too). Random ops draw on
+    the host with torch's CPU generator, so they give torch CPU's numbers for the same seed."""
     seed = int(seed)
     if not -(1 << 63) <= seed < (1 << 64):  # torch's CPU generator's range and message
         raise ValueError(f"Overflow when unpacking long long: seed {seed} is outside [-2**63, 2**64)")
@@ -103,6 +102,7 @@ manual_seed_all = manual_seed
 
 
 def seed():
+    """Seed the default generator from a non-deterministic source."""
     _C.rng_seed()
 
 
@@ -110,6 +110,7 @@ seed_all = seed
 
 
 def initial_seed():
+    """The default generator's current seed."""
     return _C.rng_initial_seed()
 
 
@@ -119,14 +120,17 @@ def get_rng_state(device="vkml"):
 
 
 def get_rng_state_all():
+    """[get_rng_state()]: one device."""
     return [get_rng_state()]
 
 
 def set_rng_state(new_state, device="vkml"):
+    """Restore a state from get_rng_state() (a uint8 tensor in torch's CPU generator format)."""
     _C.rng_set_state(new_state.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
 
 
 def set_rng_state_all(new_states):
+    """set_rng_state(new_states[0]): one device."""
     set_rng_state(new_states[0])
 
 
@@ -135,10 +139,12 @@ def _is_in_bad_fork():
 
 
 def get_amp_supported_dtype():
+    """The dtypes torch.autocast may use on vkml: float16 and bfloat16."""
     return [torch.float16, torch.bfloat16]
 
 
 def is_initialized():
+    """Whether the device is usable (it opens on first use; there is no separate init)."""
     return _C.is_available()
 
 

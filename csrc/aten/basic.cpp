@@ -19,6 +19,7 @@
 
 #include "aten/common.h"
 #include "aten/kernels.h"
+#include "aten/pinned.h"
 #include "aten/trace.h"
 #include "util/env.h"
 
@@ -132,8 +133,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     copy_on_device(dst, self);
   } else if (on_vkml(dst)) {  // cpu -> vkml: convert on the CPU (its casts are the reference)
     at::Tensor src = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
-    if (dst.is_contiguous()) {
-      check(device().upload(addr_of(dst), src.const_data_ptr(), size_t(src.nbytes())));
+    const size_t bytes = size_t(src.nbytes());
+    // From pinned memory without blocking (as CUDA: the source must not change until a sync): the
+    // GPU copies from it directly. Otherwise its bytes are captured now, into a staging buffer.
+    const uint64_t pinned = non_blocking ? pinned_device_address(src.const_data_ptr(), bytes) : 0;
+    if (pinned && dst.is_contiguous()) {
+      check(device().upload_from_host_block(addr_of(dst), pinned, bytes));
+    } else if (dst.is_contiguous()) {
+      check(device().upload(addr_of(dst), src.const_data_ptr(), bytes));
     } else {
       at::Tensor tmp = at::empty(dst.sizes(), dst.options());
       check(device().upload(addr_of(tmp), src.const_data_ptr(), size_t(src.nbytes())));

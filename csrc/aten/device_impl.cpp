@@ -1,12 +1,13 @@
 // What torch needs to know about the vkml device: its allocator, its device guard, its hooks.
-#include <ATen/core/GeneratorForPrivateuseone.h>
-#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Allocator.h>
-#include <c10/core/CPUAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "aten/common.h"
+#include "aten/pinned.h"
+#include "aten/random.h"
 
 namespace vkml::aten {
 namespace {
@@ -17,8 +18,13 @@ void delete_block(void* ctx) {
   delete b;
 }
 
+void put(c10::CachingAllocator::Stat& s, const Counter& c) {
+  s.current = c.current, s.peak = c.peak, s.allocated = c.allocated, s.freed = c.freed;
+}
+
 // data_ptr() is the element's buffer-device address; the context is the allocator's Block.
-struct VkmlAllocator final : c10::Allocator {
+// A c10::DeviceAllocator, so that torch.accelerator's memory functions read its counters.
+struct VkmlAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t n) override {
     c10::Device dev(c10::DeviceType::PrivateUse1, 0);
     if (n == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, dev};
@@ -31,6 +37,46 @@ struct VkmlAllocator final : c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     if (count == 0) return;
     record(transfer_node(reinterpret_cast<uint64_t>(dest), reinterpret_cast<uint64_t>(src), count));
+  }
+  bool initialized() override { return Device::get() != nullptr; }
+  void emptyCache(c10::MempoolId_t) override {
+    if (Device* d = Device::get()) d->empty_cache();
+  }
+  void recordStream(const c10::DataPtr&, c10::Stream) override {}  // one queue, in order
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex i) override {
+    c10::CachingDeviceAllocator::DeviceStats r;
+    Device* d = Device::get();
+    if (!d) return r;
+    MemoryStats m = d->memory_stats();
+    for (size_t k = 0; k < 3; ++k) {
+      const PoolStats& p = m.pool[k];
+      put(r.allocation[k], p.allocation);
+      put(r.active[k], p.allocation);  // freed blocks are reusable at once: active == allocated
+      put(r.segment[k], p.segment);
+      put(r.allocated_bytes[k], p.allocated_bytes);
+      put(r.active_bytes[k], p.allocated_bytes);
+      put(r.reserved_bytes[k], p.reserved_bytes);
+      put(r.requested_bytes[k], p.requested_bytes);
+      put(r.inactive_split[k], p.inactive_split);
+      put(r.inactive_split_bytes[k], p.inactive_split_bytes);
+    }
+    r.num_alloc_retries = m.num_alloc_retries;
+    r.num_ooms = m.num_ooms;
+    r.num_device_alloc = m.num_device_alloc;
+    r.num_device_free = m.num_device_free;
+    return r;
+  }
+  void resetAccumulatedStats(c10::DeviceIndex) override {
+    if (Device* d = Device::get()) d->reset_memory_stats(false, true);
+  }
+  void resetPeakStats(c10::DeviceIndex) override {
+    if (Device* d = Device::get()) d->reset_memory_stats(true, false);
+  }
+  // Free as this process sees it: the heap less what vkml holds (no VK_EXT_memory_budget yet).
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex) override {
+    Device& d = device();
+    size_t total = d.info().memory_bytes, held = d.memory_stats().reserved;
+    return {total > held ? total - held : 0, total};
   }
 };
 
@@ -58,14 +104,12 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
 struct Hooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return Device::device_count() > 0; }
-  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
-    // Random ops are not on the device yet; a CPU-algorithm generator keeps seeding APIs working.
-    static at::Generator g = at::make_generator<at::CPUGeneratorImpl>(c10::default_rng_seed_val);
-    return g;
-  }
+  // Generators on the vkml device that draw with a CPU generator inside (aten/random.h).
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return default_generator(); }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override { return new_generator(); }
   at::Device getDeviceFromPtr(void*) const override { return {c10::DeviceType::PrivateUse1, 0}; }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
+  bool isPinnedPtr(const void* p) const override { return is_pinned(p); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override;
 };

@@ -4,6 +4,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/result_type.h>
@@ -168,14 +169,10 @@ void torch_checks(OpId id, Call& c) {
   if (id != OpId::sub && id != OpId::neg) return;
   const bool self_bool = c.tensor("self").scalar_type() == c10::ScalarType::Bool;
   if (id == OpId::sub) {
+    // torch's own check: its error type changed (RuntimeError to NotImplementedError in 2.15).
     const c10::IValue& o = c["other"];
-    const bool other_bool = o.isTensor() ? o.toTensor().scalar_type() == c10::ScalarType::Bool : o.toScalar().isBoolean();
-    TORCH_CHECK(!self_bool || !other_bool,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. "
-                "Use the `^` or `logical_xor()` operator instead.");
-    TORCH_CHECK(!self_bool && !other_bool,
-                "Subtraction, the `-` operator, with a bool tensor is not supported. "
-                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    if (o.isTensor()) at::native::sub_check(c.tensor("self"), o.toTensor());
+    else at::native::sub_check(c.tensor("self"), o.toScalar());
   } else if (id == OpId::neg) {
     TORCH_CHECK(!self_bool, "Negation, the `-` operator, on a bool tensor is not supported. "
                 "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");

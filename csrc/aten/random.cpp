@@ -22,19 +22,57 @@ namespace vkml::aten {
 
 namespace {
 
-at::Generator& default_generator() {
-  static at::Generator g = at::make_generator<at::CPUGeneratorImpl>(c10::default_rng_seed_val);
+// torch.Generator("vkml") and the device's default generator: a generator on the vkml device
+// whose numbers come from the CPU generator inside it (random ops draw on the host), so a seed
+// gives what torch.Generator("cpu") gives with that seed. Its state is that generator's state.
+struct VkmlGeneratorImpl final : c10::GeneratorImpl {
+  explicit VkmlGeneratorImpl(at::Generator cpu)
+      : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, 0), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+        cpu_(std::move(cpu)) {}
+  static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
+  mutable at::Generator cpu_;
+
+  // Callers hold this generator's lock; the CPU kernels take the inner one's.
+  template <class F>
+  auto inner(F f) const {
+    std::lock_guard<std::mutex> lock(cpu_.mutex());
+    return f(*cpu_.unsafeGetGeneratorImpl());
+  }
+  void set_current_seed(uint64_t s) override { inner([&](c10::GeneratorImpl& g) { g.set_current_seed(s); }); }
+  void set_offset(uint64_t o) override { inner([&](c10::GeneratorImpl& g) { g.set_offset(o); }); }
+  uint64_t get_offset() const override { return inner([&](c10::GeneratorImpl& g) { return g.get_offset(); }); }
+  uint64_t current_seed() const override { return inner([&](c10::GeneratorImpl& g) { return g.current_seed(); }); }
+  uint64_t seed() override { return inner([&](c10::GeneratorImpl& g) { return g.seed(); }); }
+  void set_state(const c10::TensorImpl& st) override { inner([&](c10::GeneratorImpl& g) { g.set_state(st); }); }
+  c10::intrusive_ptr<c10::TensorImpl> get_state() const override {
+    return inner([&](c10::GeneratorImpl& g) { return g.get_state(); });
+  }
+ private:
+  VkmlGeneratorImpl* clone_impl() const override {
+    return new VkmlGeneratorImpl(inner([&](c10::GeneratorImpl&) { return cpu_.clone(); }));
+  }
+};
+
+at::Generator make_vkml_generator() {
+  return at::make_generator<VkmlGeneratorImpl>(at::make_generator<at::CPUGeneratorImpl>(c10::default_rng_seed_val));
+}
+
+// The CPU generator that draws for the device's default generator.
+at::Generator& cpu_default() {
+  static at::Generator g = static_cast<VkmlGeneratorImpl*>(default_generator().unsafeGetGeneratorImpl())->cpu_;
   return g;
 }
 
-// The generator to draw from: the caller's if it is a CPU one, else the device's.
+// The CPU generator to draw with: the caller's (a CPU one, or the one inside a vkml one), else the
+// device's default's.
 at::Generator pick(const std::optional<at::Generator>& gen, const char* op) {
   if (gen.has_value() && gen->defined()) {
-    TORCH_CHECK(gen->device().is_cpu(), "vkml: ", op, " takes a CPU generator (the device draws its random numbers on "
-                "the host), got one for ", gen->device());
+    if (gen->device().type() == c10::DeviceType::PrivateUse1)
+      return static_cast<VkmlGeneratorImpl*>(gen->unsafeGetGeneratorImpl())->cpu_;
+    TORCH_CHECK(gen->device().is_cpu(), "vkml: ", op, " takes a vkml or CPU generator, got one for ", gen->device());
     return *gen;
   }
-  return default_generator();
+  return cpu_default();
 }
 
 // Draws into a CPU tensor with self's sizes and strides with `draw` (torch's CPU kernels take the
@@ -91,7 +129,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     return {input.clone(), at::ones(input.sizes(), input.options().dtype(at::kBool))};
   const double p1m = 1 - p;
   at::Tensor noise = at::empty_like(input, input.options().device(c10::kCPU));  // as torch CPU's dropout
-  noise.bernoulli_(p1m, default_generator());
+  noise.bernoulli_(p1m, cpu_default());
   at::Tensor mask = noise.to(input.device(), at::kBool);
   return {at::mul(at::mul(input, mask), p1m == 0 ? 0.0 : 1.0 / p1m), mask};
 }
@@ -108,26 +146,33 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
 
 }  // namespace
 
+const at::Generator& default_generator() {
+  static at::Generator g = make_vkml_generator();
+  return g;
+}
+
+at::Generator new_generator() { return make_vkml_generator(); }
+
 void rng_manual_seed(uint64_t seed) {
-  at::Generator& g = default_generator();
+  at::Generator& g = cpu_default();
   std::lock_guard<std::mutex> lock(g.mutex());
   g.set_current_seed(seed);
 }
 
 uint64_t rng_seed() {
-  at::Generator& g = default_generator();
+  at::Generator& g = cpu_default();
   std::lock_guard<std::mutex> lock(g.mutex());
   return g.seed();
 }
 
 uint64_t rng_initial_seed() {
-  at::Generator& g = default_generator();
+  at::Generator& g = cpu_default();
   std::lock_guard<std::mutex> lock(g.mutex());
   return g.current_seed();
 }
 
 std::string rng_get_state() {
-  at::Generator& g = default_generator();
+  at::Generator& g = cpu_default();
   std::lock_guard<std::mutex> lock(g.mutex());
   at::Tensor t = g.get_state();
   return std::string(static_cast<const char*>(t.const_data_ptr()), size_t(t.numel()));
@@ -136,7 +181,7 @@ std::string rng_get_state() {
 void rng_set_state(const std::string& state) {
   at::Tensor t = at::empty({int64_t(state.size())}, at::TensorOptions().dtype(at::kByte));
   std::memcpy(t.data_ptr(), state.data(), state.size());
-  at::Generator& g = default_generator();
+  at::Generator& g = cpu_default();
   std::lock_guard<std::mutex> lock(g.mutex());
   g.set_state(t);  // checks the size and format, as torch's CPU generator does
 }

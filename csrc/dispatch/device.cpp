@@ -62,9 +62,12 @@ Result<Block> Device::alloc(size_t bytes) {
   auto r = backend_->alloc(bytes, MemKind::device);
   if (r.ok() || r.error().code != Err::out_of_memory) return r;
   // Memory pressure: run what is pending (frees staging), give cached blocks back, try again.
+  ++alloc_retries_;
   VKML_TRY(flush_locked());
   backend_->empty_cache();
-  return backend_->alloc(bytes, MemKind::device);
+  r = backend_->alloc(bytes, MemKind::device);
+  if (!r.ok() && r.error().code == Err::out_of_memory) ++ooms_;
+  return r;
 }
 
 void Device::free(const Block& b) {
@@ -82,7 +85,42 @@ void Device::empty_cache() {
 
 MemoryStats Device::memory_stats() const {
   std::lock_guard<std::recursive_mutex> g(mu_);
-  return backend_->memory_stats();
+  MemoryStats m = backend_->memory_stats();
+  m.num_alloc_retries = alloc_retries_;
+  m.num_ooms = ooms_;
+  return m;
+}
+
+void Device::reset_memory_stats(bool peaks, bool totals) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  backend_->reset_memory_stats(peaks, totals);
+  if (totals) alloc_retries_ = ooms_ = 0;
+}
+
+Result<Block> Device::alloc_host(size_t bytes) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  return staging_locked(bytes);
+}
+
+void* Device::host_ptr(const Block& b) { return backend_->host_ptr(b.addr); }
+
+void Device::release_later(const Block& b) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  Backend* be = backend_.get();
+  auto keep = std::shared_ptr<void>(nullptr, [be, b](void*) { be->free(b); });
+  if (!graph_.empty()) {
+    graph_.keepalive.push_back(std::move(keep));
+    return;
+  }
+  release_completed();
+  // Batches finish in order: the last one submitted finishes after any that may read b.
+  if (!inflight_.empty()) inflight_.back().second.push_back(std::move(keep));
+}  // else nothing can read it any more: freed here
+
+Result<void> Device::upload_from_host_block(uint64_t dst, uint64_t src, size_t bytes) {
+  if (bytes == 0) return {};
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  return record(transfer_node(dst, src, bytes));
 }
 
 bool Device::supports(const Node& n) const { return backend_->supports(n); }

@@ -43,6 +43,15 @@ class Device {
   void free(const Block& b);
   void empty_cache();
   MemoryStats memory_stats() const;
+  void reset_memory_stats(bool peaks, bool totals);
+
+  // Pinned host memory (aten/pinned.cpp): a mapped staging block; host_ptr() gives its bytes.
+  Result<Block> alloc_host(size_t bytes);
+  void* host_ptr(const Block& b);
+  // Frees b once no pending or submitted batch can still read it.
+  void release_later(const Block& b);
+  // Records a copy to dst from a staging block's address (alloc_host's): no copy on the host.
+  Result<void> upload_from_host_block(uint64_t dst, uint64_t src, size_t bytes);
 
   bool supports(const Node& n) const;
   // Records a node: it runs at the next flush (at once under eager or check mode).
@@ -89,6 +98,7 @@ class Device {
   std::vector<std::pair<uint64_t, std::vector<std::shared_ptr<void>>>> inflight_;
   uint64_t last_ticket_ = 0;
   Stats stats_;
+  int64_t alloc_retries_ = 0, ooms_ = 0;  // Device::alloc, for memory_stats()
   int8_t flushes_[2] = {-1, -1};  // per Compute f32/f64: -1 not probed yet, 0 no, 1 yes
   mutable std::recursive_mutex mu_;
 };

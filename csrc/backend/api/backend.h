@@ -22,8 +22,30 @@ struct Block {
   void* handle = nullptr;  // the allocator's record; pass back to free()
 };
 
+// A counter as torch's caching allocators keep one (c10::CachingAllocator::Stat): the value now,
+// its peak since the last reset, and the totals added and removed since the last reset.
+struct Counter {
+  int64_t current = 0, peak = 0, allocated = 0, freed = 0;
+  void add(int64_t n) {
+    current += n;
+    if (current > peak) peak = current;
+    if (n > 0) allocated += n;
+    else freed -= n;
+  }
+};
+
+// Device memory counters of one pool, after torch's CUDA caching allocator.
+struct PoolStats {
+  Counter allocation, segment, allocated_bytes, reserved_bytes, requested_bytes;
+  Counter inactive_split, inactive_split_bytes;  // free blocks inside segments partly in use (current only)
+};
+
+// Device-local memory only (staging and pinned host memory are not counted).
 struct MemoryStats {
-  size_t allocated = 0, reserved = 0, max_allocated = 0;
+  size_t allocated = 0, reserved = 0, max_allocated = 0;  // bytes: pool[0]'s allocated/reserved
+  PoolStats pool[3];  // [0] all, [1] small (requests <= 1 MiB), [2] large: c10's StatType order
+  int64_t num_device_alloc = 0, num_device_free = 0;  // segments taken from / given to the driver
+  int64_t num_alloc_retries = 0, num_ooms = 0;        // Device::alloc: retried after a flush; failed
 };
 
 struct DeviceInfo {
@@ -47,6 +69,7 @@ class Backend {
   virtual void* host_ptr(uint64_t addr) = 0;  // mapped pointer for a staging address, else null
   virtual void empty_cache() = 0;            // give cached, unused memory back to the driver
   virtual MemoryStats memory_stats() const = 0;
+  virtual void reset_memory_stats(bool peaks, bool totals) = 0;  // as torch.cuda's reset_* functions
 
   // Execution. supports() is asked per node before it is recorded. submit() records the batch
   // and hands it to the GPU without waiting; batches run in submission order (each node sees the

@@ -23,6 +23,7 @@ struct Memory::Rec {
   uint64_t addr = 0;
   size_t size = 0;
   size_t req = 0;  // rounded request while in use (what `allocated` counts)
+  size_t asked = 0;  // the request as made (requested_bytes)
   bool used = false;
   Rec* prev = nullptr;
   Rec* next = nullptr;
@@ -94,9 +95,18 @@ Memory::~Memory() {
   segments_.clear();
 }
 
+void Memory::count(const Pool& p, Counter PoolStats::*c, int64_t n) {
+  if (p.host) return;
+  (dev_.pool[0].*c).add(n);
+  (dev_.pool[p.small ? 1 : 2].*c).add(n);
+}
+
 void Memory::destroy(Segment* s) {
   d_.fn.vkDestroyBuffer(d_.dev, s->buf, nullptr);
   d_.fn.vkFreeMemory(d_.dev, s->mem, nullptr);  // also unmaps
+  count(*s->pool, &PoolStats::segment, -1);
+  count(*s->pool, &PoolStats::reserved_bytes, -int64_t(s->size));
+  if (!s->pool->host) ++dev_.num_device_free;
   reserved_ -= s->size;
   heap_used_[s->pool->heap] -= s->size;
   for (Rec* r = s->first; r;) {
@@ -171,6 +181,9 @@ Result<Memory::Rec*> Memory::new_segment(Pool& p, size_t seg_size) {
   s->first->addr = s->base;
   s->first->size = seg_size;
   segments_[s->base] = s;
+  count(p, &PoolStats::segment, 1);
+  count(p, &PoolStats::reserved_bytes, int64_t(seg_size));
+  if (!p.host) ++dev_.num_device_alloc;
   reserved_ += seg_size;
   heap_used_[p.heap] += seg_size;
   return s->first;
@@ -220,8 +233,11 @@ Result<Block> Memory::alloc(size_t bytes, MemKind kind) {
   }
   r->used = true;
   r->req = size;
+  r->asked = bytes;
+  count(p, &PoolStats::allocation, 1);
+  count(p, &PoolStats::allocated_bytes, int64_t(size));
+  count(p, &PoolStats::requested_bytes, int64_t(bytes));
   allocated_ += size;
-  max_allocated_ = std::max(max_allocated_, allocated_);
   return Block{r->addr, r->size, r};
 }
 
@@ -233,6 +249,9 @@ void Memory::free(const Block& b) {
   r->used = false;
   allocated_ -= r->req;
   Pool& p = *r->seg->pool;
+  count(p, &PoolStats::allocation, -1);
+  count(p, &PoolStats::allocated_bytes, -int64_t(r->req));
+  count(p, &PoolStats::requested_bytes, -int64_t(r->asked));
   if (Rec* n = r->next; n && !n->used) {  // absorb the free block after
     p.free.erase(n);
     r->size += n->size;
@@ -271,7 +290,35 @@ void Memory::empty_cache() {
 
 MemoryStats Memory::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return MemoryStats{allocated_, reserved_, max_allocated_};
+  MemoryStats m = dev_;
+  for (auto& [base, s] : segments_) {  // free blocks that cannot go back to the driver yet
+    if (s->pool->host) continue;
+    int64_t n = 0, bytes = 0;
+    bool used = false;
+    for (Rec* r = s->first; r; r = r->next) {
+      used |= r->used;
+      if (!r->used) ++n, bytes += int64_t(r->size);
+    }
+    if (!used) continue;
+    for (int i : {0, s->pool->small ? 1 : 2}) {
+      m.pool[i].inactive_split.current += n;
+      m.pool[i].inactive_split_bytes.current += bytes;
+    }
+  }
+  m.allocated = size_t(m.pool[0].allocated_bytes.current);
+  m.reserved = size_t(m.pool[0].reserved_bytes.current);
+  m.max_allocated = size_t(m.pool[0].allocated_bytes.peak);
+  return m;
+}
+
+void Memory::reset_stats(bool peaks, bool totals) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (PoolStats& p : dev_.pool)
+    for (Counter* c : {&p.allocation, &p.segment, &p.allocated_bytes, &p.reserved_bytes, &p.requested_bytes}) {
+      if (peaks) c->peak = c->current;
+      if (totals) c->allocated = c->freed = 0;
+    }
+  if (totals) dev_.num_device_alloc = dev_.num_device_free = 0;
 }
 
 bool Memory::lookup(uint64_t addr, uint64_t bytes, VkBuffer* buf, VkDeviceSize* offset) {

@@ -29,6 +29,7 @@ class Memory {
   void* host_ptr(uint64_t addr);
   void empty_cache();
   MemoryStats stats() const;
+  void reset_stats(bool peaks, bool totals);
   // The buffer and offset holding [addr, addr+bytes), if one segment holds all of it.
   bool lookup(uint64_t addr, uint64_t bytes, VkBuffer* buf, VkDeviceSize* offset);
 
@@ -50,6 +51,7 @@ class Memory {
     bool host = false;  // mapped staging memory
     bool small = false;
   };
+  void count(const Pool& p, Counter PoolStats::*c, int64_t n);  // into the pool's and the total
 
   Pool& pool(MemKind kind, bool small) { return pools_[(kind == MemKind::staging) * 2 + small]; }
   Rec* take(Pool& p, size_t size);
@@ -62,7 +64,8 @@ class Memory {
   mutable std::mutex mu_;
   Pool pools_[4];
   std::map<uint64_t, Segment*> segments_;  // by base address
-  size_t allocated_ = 0, reserved_ = 0, max_allocated_ = 0;
+  size_t allocated_ = 0, reserved_ = 0;  // all kinds (for the heaps and OOM text)
+  MemoryStats dev_;  // device memory, torch's counters
   uint64_t heap_used_[VK_MAX_MEMORY_HEAPS] = {};  // reserved bytes per heap (pools may share one)
 };
 
