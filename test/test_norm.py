@@ -274,6 +274,19 @@ def test_rms_norm_backward(dtype):
     assert_close_row(bound, dw, wr.grad, (xd * rr * gd).abs().sum(0), 4, what="dw")
 
 
+def test_fused_rms_norm_op():
+    """aten._fused_rms_norm, called directly, reaches torch's composite on this device: the same
+    output as F.rms_norm, and its rstd in float32 for a float16 input, as torch CPU returns it."""
+    torch.manual_seed(13)
+    x, w = torch.randn(3, 8).half(), torch.randn(8).half()
+    y, rstd = A._fused_rms_norm(x.to(DEV), [8], w.to(DEV), 1e-6)
+    y_ref, rstd_ref = A._fused_rms_norm(x, [8], w, 1e-6)
+    assert (y.dtype, rstd.dtype, tuple(rstd.shape)) == (y_ref.dtype, rstd_ref.dtype, tuple(rstd_ref.shape))
+    assert_exact(y.cpu(), F.rms_norm(x.to(DEV), [8], w.to(DEV), 1e-6).cpu())
+    r = {"name": "rms_norm", "tol_kind": "relative", "tol_bound": _rms_bound(x, 8, torch.float16)}
+    assert_close_row(r, rstd.cpu(), rstd_ref, what="rstd")
+
+
 # ---- unscaled inputs: check mode (the oracle) and torch CPU in float64 ---------------------------
 
 UNSCALED = {
@@ -453,6 +466,31 @@ def test_errors_are_torchs():
         A.native_batch_norm(d, torch.ones(3, device=DEV), None, None, None, True, 0.1, 1e-5)
     with pytest.raises(RuntimeError, match="running_mean and running_var must be defined"):
         A.native_batch_norm(d, None, None, None, None, False, 0.1, 1e-5)
+    for t in (x, d):  # torch's own check and message
+        with pytest.raises(ValueError, match="both be None or neither"):
+            A.native_batch_norm(t, None, None, torch.zeros(4, device=t.device), None, True, 0.1, 1e-5)
+
+
+def test_batch_norm_strided_running_stats():
+    """Running statistics that are strided views are updated in place through their strides (the
+    elements between them untouched), and a stride-0 (expanded) weight is read as such."""
+    torch.manual_seed(14)
+    x = torch.randn(5, 3, 4)
+    buf_m, buf_v = torch.randn(6), torch.rand(6) + 0.5
+    w = torch.tensor([1.5]).expand(3)
+    dm, dv = buf_m.to(DEV), buf_v.to(DEV)
+    bm, bv = buf_m.clone(), buf_v.clone()
+    ref = A.native_batch_norm(x, w, None, buf_m[::2], buf_v[::2], True, 0.1, 1e-5)
+    with check_mode():
+        got = A.native_batch_norm(x.to(DEV), w.to(DEV).expand(3), None, dm[::2], dv[::2], True, 0.1, 1e-5)
+        got = [t.cpu() for t in got]
+    grp = nb.Groups(x, True)
+    s = nb.forward(grp, w, None, 1e-5, nb.eps_of(torch.float32), bm[::2], bv[::2], True, 0.1)
+    _close("batch_norm", got[0], ref[0], s[0], "y")
+    _close("batch_norm", dm.cpu()[::2], buf_m[::2], s[3], "running_mean")
+    _close("batch_norm", dv.cpu()[::2], buf_v[::2], s[4], "running_var")
+    assert_exact(dm.cpu()[1::2], bm[1::2], what="elements between the running_mean view's")
+    assert_exact(dv.cpu()[1::2], bv[1::2], what="elements between the running_var view's")
 
 
 def test_other_batch_norm_entry_points():

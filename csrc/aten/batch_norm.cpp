@@ -45,6 +45,8 @@ void norm_batch(OpId id, Call& c) {
   check_features("bias", b, C);
   check_features("running_mean", rm, C);
   check_features("running_var", rv, C);
+  TORCH_CHECK_VALUE(rm.defined() == rv.defined(),  // torch's batch_norm_cpu check, its message
+                    "running_mean and running_var must either both be None or neither be None");
   check_dtype(id, to_dtype(input.scalar_type(), name));
   const auto pt = param_type(input, w, b, rm, rv);
   if (training) {
