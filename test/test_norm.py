@@ -159,6 +159,25 @@ def test_batch_norm_running_stats(dtype, shape, cls):
     _close("batch_norm", y, y_ref.to(dtype), (s[0][0].reshape(shape), 1), "eval y")
 
 
+def test_batch_norm_cumulative_average():
+    """momentum=None: nn.BatchNorm passes 1 / num_batches_tracked as the momentum each step."""
+    torch.manual_seed(15)
+    ref, mod = nn.BatchNorm1d(3, momentum=None), nn.BatchNorm1d(3, momentum=None).to(DEV)
+    allowed_m, allowed_v = torch.zeros(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    e = nb.eps_of(torch.float32)
+    with check_mode():
+        for step in range(4):
+            x = torch.randn(6, 3) * (step + 1) + step
+            rm0, rv0 = ref.running_mean.clone(), ref.running_var.clone()
+            ref(x), mod(x.to(DEV))
+            m = 1 / (step + 1)
+            s = nb.forward(nb.Groups(x.reshape(6, 3, 1), True), None, None, ref.eps, e, rm0, rv0, True, m)
+            allowed_m = allowed_m * (1 - m) + s[3][0]
+            allowed_v = allowed_v * (1 - m) + s[4][0]
+    _close("batch_norm", mod.running_mean.cpu(), ref.running_mean, (allowed_m, 1), "running_mean")
+    _close("batch_norm", mod.running_var.cpu(), ref.running_var, (allowed_v, 1), "running_var")
+
+
 @pytest.mark.parametrize("train", [True, False])
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_batch_norm_module_backward(train, dtype):

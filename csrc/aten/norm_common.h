@@ -2,6 +2,7 @@
 // input, 1-D views of parameters and statistics, and the node they record.
 #pragma once
 #include <ATen/core/Tensor.h>
+#include <ATen/native/cpu/mixed_data_type.h>
 
 #include "aten/call.h"
 #include "graph/node.h"
@@ -29,11 +30,6 @@ c10::ScalarType param_type(const at::Tensor& input, const T&... params);
 // Records one norm node: nout outputs, nin inputs; absent operands have addr 0.
 void record_node(OpId id, const at::Tensor& input, NormArgs args, const TensorDesc* t, int nout, int nin);
 
-}  // namespace vkml::aten::norm
-
-#include <ATen/native/cpu/mixed_data_type.h>
-
-namespace vkml::aten::norm {
 template <class... T>
 c10::ScalarType param_type(const at::Tensor& input, const T&... params) {
   const bool mixed = at::native::is_mixed_type(input, params...);
