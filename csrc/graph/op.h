@@ -58,6 +58,7 @@ inline const char* tol_kind_name(TolKind k) {
 #define TOL_SUM Tol{TolKind::backward, 2, "fixed-order tree vs sequential sum: |err| <= 2*eps*(log2 n+1)*sum|x|; scale from oracle"}
 #define TOL_GEMM Tol{TolKind::backward, 2, "dot products in another order: |err| <= 2*eps*(log2 k+1)*sum|a||b|; scale from oracle"}
 #define TOL_SOFTMAX Tol{TolKind::backward, 16, "exp/log ulp bounds plus a reduction; scale from oracle (max|x| + log n)"}
+#define TOL_NORM Tol{TolKind::backward, 2, "twice the first-order bound of the shader's rounding errors (IEEE ops 1 eps each, OpFDiv 2.5, inversesqrt 2; pairwise sums of depth log2 n + 2; corrected two-pass variance), per element from the oracle (backend/cpu/norm_bounds.h, docs/normalization.md)"}
 
 enum class OpId : uint16_t {
 #define OP(NAME, FAMILY, ATEN, OPCODE, ORACLE, DTYPES, TOL, ...) NAME,

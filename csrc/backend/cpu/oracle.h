@@ -13,7 +13,8 @@ namespace vkml::cpu {
 // rounds to the output dtype with util/half.h.
 // scale: when non-null and the op's tolerance kind is backward-error, receives one value per
 // element of output t[0] (row-major over t[0].sizes): the magnitude the error bound scales with
-// (e.g. sum |x_i| for a sum, sum_k |a_ik b_kj| for a matmul).
+// (e.g. sum |x_i| for a sum, sum_k |a_ik b_kj| for a matmul). It may go on with the elements of
+// the later present outputs in turn (the norm family's); outputs it does not reach scale with |ref|.
 Result<void> run(const Node& n, std::vector<double>* scale);
 
 }  // namespace vkml::cpu

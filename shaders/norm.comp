@@ -1,0 +1,261 @@
+// variants: f32 f64
+// Layer, group and batch norm over [A, C, S] views (shaders/norm.h). One workgroup per statistics
+// group (per-sample mode: group a * G + g over C/G channels x S; per-channel mode: channel c over
+// A x S); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and bias gradients of the
+// per-sample mode. Sums are pairwise within an invocation, then a fixed 128-wide tree: the same
+// bytes every run, and an error that grows with log2 of the group size (docs/normalization.md).
+#version 460
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+#include "norm.h"
+
+layout(local_size_x = 128) in;
+
+// Slots (csrc/graph/families/norm.h): forward, then backward.
+const uint Y = 0u, MEAN = 1u, RSTD = 2u, NEW_MEAN = 3u, NEW_VAR = 4u, X = 5u, W = 6u, B = 7u, RMEAN = 8u, RVAR = 9u;
+const uint DX = 0u, DW = 1u, DB = 2u, DY = 3u, BX = 4u, BW = 5u, BMEAN = 6u, BSTAT = 7u;
+
+NormParams p;
+uint tid;
+bool per_channel;
+uint K;  // channels per group (per-sample mode)
+
+// ---- pairwise accumulation of two sums at once ------------------------------------------------
+// A binary counter: pa[l] holds the sum of 2^l terms; adding a term merges equal-sized partials,
+// so the total is a pairwise sum of depth <= log2(count) + 1. Straight-line code (unrolled),
+// so the partials stay in registers. The lowering keeps each invocation under 2^kLevels terms.
+const uint kLevels = 20u;
+T pa[kLevels], pb[kLevels];
+uint pn;
+
+void acc_push(T a, T b) {
+  bool placed = false;
+  [[unroll]] for (uint l = 0u; l < kLevels; ++l) {
+    if (!placed) {
+      if ((pn & (1u << l)) != 0u) { a = pa[l] + a; b = pb[l] + b; }
+      else { pa[l] = a; pb[l] = b; placed = true; }
+    }
+  }
+  ++pn;
+}
+
+shared T s_a[128], s_b[128];
+
+// The workgroup's totals: each invocation's partials low to high, then a tree over 128 lanes.
+void acc_total(out T a, out T b) {
+  a = T(0);
+  b = T(0);
+  [[unroll]] for (uint l = 0u; l < kLevels; ++l)
+    if ((pn & (1u << l)) != 0u) { a = a + pa[l]; b = b + pb[l]; }
+  s_a[tid] = a;
+  s_b[tid] = b;
+  barrier();
+  for (uint h = 64u; h > 0u; h >>= 1) {
+    if (tid < h) {
+      s_a[tid] = s_a[tid] + s_a[tid + h];
+      s_b[tid] = s_b[tid] + s_b[tid + h];
+    }
+    barrier();
+  }
+  a = s_a[0];
+  b = s_b[0];
+  barrier();  // s_a / s_b are reused by the next total
+}
+
+// ---- operands ---------------------------------------------------------------------------------
+bool has(uint k) { return p.t[k] != 0UL; }
+uint64_t addr3(uint k, uint a, uint c, uint s) {
+  int64_t off = int64_t(a) * p.st[3u * k] + int64_t(c) * p.st[3u * k + 1u] + int64_t(s) * p.st[3u * k + 2u];
+  return p.t[k] + uint64_t(off * int64_t(dsize(p.dt[k])));
+}
+uint64_t addr1(uint k, uint i) { return p.t[k] + uint64_t(int64_t(i) * p.st[3u * k] * int64_t(dsize(p.dt[k]))); }
+T ld3(uint k, uint a, uint c, uint s) { return load_T(addr3(k, a, c, s), p.dt[k]); }
+T ld1(uint k, uint i) { return load_T(addr1(k, i), p.dt[k]); }
+T ld1_or(uint k, uint i, T dflt) { return has(k) ? ld1(k, i) : dflt; }
+void st3(uint k, uint a, uint c, uint s, T v) { store_T(addr3(k, a, c, s), p.dt[k], v); }
+void st1(uint k, uint i, T v) { if (has(k)) store_T(addr1(k, i), p.dt[k], v); }
+
+// 1/sqrt(v) with IEEE special cases (GLSL leaves inversesqrt(v <= 0) undefined).
+T rsqrt_T(T v) {
+  if (is_nan(v) || v < T(0)) return nan_T();
+  if (v == T(0)) return inf_T();
+  if (is_inf(v)) return T(0);
+  return inversesqrt(v);
+}
+
+// Element r of statistics group g: its sample a, channel c and position s.
+void locate(uint g, uint r, out uint a, out uint c, out uint s) {
+  uint q = r / p.S;
+  s = r - q * p.S;
+  if (per_channel) { a = q; c = g; }
+  else { a = g / p.G; c = (g % p.G) * K + q; }
+}
+
+const uint kUnroll = 4u;  // elements per loop trip (llvmpipe caps an invocation's loop trips)
+
+// ---- forward ----------------------------------------------------------------------------------
+void forward(uint g, uint R) {
+  const bool mutant = OP == OP_EW_MUTANT;  // VKML_MUTATE test hook: a wrong result on purpose
+  const T eps = from_raw(p.eps);
+  T mean, rstd;
+  uint a, c, s;
+  if (per_channel && (p.flags & NORM_TRAINING) == 0u) {  // eval batch norm: the running statistics
+    mean = ld1(RMEAN, g);
+    rstd = rsqrt_T(ld1(RVAR, g) + eps);
+  } else {
+    // Corrected two-pass: mean m0, then sums of d = x - m0 and d^2; the correction removes the
+    // error of m0 from both the mean and the variance (Chan, Golub, LeVeque).
+    pn = 0u;
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+        uint r = r0 + u * 128u + tid;
+        if (r < R) { locate(g, r, a, c, s); acc_push(ld3(X, a, c, s), T(0)); }
+      }
+    T s1, unused;
+    acc_total(s1, unused);
+    const T m0 = s1 / T(R);
+    pn = 0u;
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+        uint r = r0 + u * 128u + tid;
+        if (r < R) {
+          locate(g, r, a, c, s);
+          T d = ld3(X, a, c, s) - m0;
+          acc_push(d, d * d);
+        }
+      }
+    T t1, t2;
+    acc_total(t1, t2);
+    // A non-finite m0 (an infinity in the group): layer / group norm's mean is NaN as torch's
+    // Welford update makes it (inf - inf), batch norm's the plain sum's (inf), as on torch's CPU.
+    mean = per_channel && (is_inf(m0) || is_nan(m0)) ? m0 : m0 + t1 / T(R);
+    T ss = t2 - t1 * t1 / T(R);  // R * biased variance
+    if (ss < T(0)) ss = T(0);     // rounding; NaN stays NaN (GLSL's max would drop it)
+    const T var = ss / T(R);
+    // batch norm's invstd is 0 for a zero variance with eps 0 (torch's InvStd)
+    rstd = per_channel && var == T(0) && eps == T(0) ? T(0) : rsqrt_T(var + eps);
+    if (tid == 0u) {
+      st1(MEAN, g, mean);
+      st1(RSTD, g, rstd);
+      if (per_channel) {
+        const T mom = from_raw(p.momentum);
+        if (has(NEW_MEAN)) st1(NEW_MEAN, g, mom * mean + (T(1) - mom) * ld1(RMEAN, g));
+        if (has(NEW_VAR)) {
+          const T unbiased = R > 1u ? ss / T(R - 1u) : nan_T();
+          st1(NEW_VAR, g, mom * unbiased + (T(1) - mom) * ld1(RVAR, g));
+        }
+      }
+    }
+  }
+  const T wc = per_channel ? ld1_or(W, g, T(1)) : T(1), bc = per_channel ? ld1_or(B, g, T(0)) : T(0);
+  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint r = r0 + u * 128u + tid;
+      if (r < R) {
+        locate(g, r, a, c, s);
+        const T w = per_channel ? wc : ld1_or(W, c, T(1)), b = per_channel ? bc : ld1_or(B, c, T(0));
+        T y = (ld3(X, a, c, s) - mean) * rstd * w + b;
+        st3(Y, a, c, s, mutant ? y + T(1) : y);
+      }
+    }
+}
+
+// ---- backward ---------------------------------------------------------------------------------
+// The statistics of group g as the backward gets them.
+void stats_of(uint g, out T mean, out T rstd) {
+  mean = ld1(BMEAN, g);
+  rstd = (p.flags & NORM_VAR_GIVEN) != 0u ? rsqrt_T(ld1(BSTAT, g) + from_raw(p.eps)) : ld1(BSTAT, g);
+}
+
+// Per statistics group: with a = dy * w (per-sample) or dy (per-channel), xh = (x - mean) * rstd,
+//   dx = rstd * w' * (a - sum(a) / R - xh * sum(a * xh) / R)     (w' = w per channel, else 1)
+// and eval batch norm's dx = dy * w * rstd. Per channel also dw = sum(dy * xh), db = sum(dy).
+void backward(uint g, uint R) {
+  const bool mutant = OP == OP_EW_MUTANT;
+  const bool train = !per_channel || (p.flags & NORM_TRAINING) != 0u;
+  T mean, rstd;
+  stats_of(g, mean, rstd);
+  uint a, c, s;
+  T sa = T(0), sb = T(0);
+  if (train || (per_channel && (has(DW) || has(DB)))) {
+    pn = 0u;
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+        uint r = r0 + u * 128u + tid;
+        if (r < R) {
+          locate(g, r, a, c, s);
+          T ai = ld3(DY, a, c, s);
+          if (!per_channel) ai *= ld1_or(BW, c, T(1));
+          acc_push(ai, ai * ((ld3(BX, a, c, s) - mean) * rstd));
+        }
+      }
+    acc_total(sa, sb);
+  }
+  if (per_channel && tid == 0u) {
+    st1(DW, g, sb);
+    st1(DB, g, sa);
+  }
+  if (!has(DX)) return;
+  const T wg = per_channel ? ld1_or(BW, g, T(1)) : T(1);
+  const T ma = sa / T(R), mb = sb / T(R);
+  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint r = r0 + u * 128u + tid;
+      if (r < R) {
+        locate(g, r, a, c, s);
+        T ai = ld3(DY, a, c, s);
+        T dx;
+        if (train) {
+          if (!per_channel) ai *= ld1_or(BW, c, T(1));
+          const T xh = (ld3(BX, a, c, s) - mean) * rstd;
+          dx = rstd * wg * ((ai - ma) - xh * mb);
+        } else {
+          dx = ai * wg * rstd;
+        }
+        st3(DX, a, c, s, mutant ? dx + T(1) : dx);
+      }
+    }
+}
+
+// Per channel c of the per-sample mode: dw = sum(dy * xh), db = sum(dy) over (a, s), each
+// element with the statistics of its own group.
+void affine(uint c, uint R) {
+  pn = 0u;
+  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint r = r0 + u * 128u + tid;
+      if (r < R) {
+        uint a = r / p.S, s = r - a * p.S;
+        T mean, rstd;
+        stats_of(a * p.G + c / K, mean, rstd);
+        const T dy = ld3(DY, a, c, s);
+        acc_push(dy, dy * ((ld3(BX, a, c, s) - mean) * rstd));
+      }
+    }
+  T sa, sb;
+  acc_total(sa, sb);
+  if (tid == 0u) {
+    st1(DW, c, sb);
+    st1(DB, c, sa);
+  }
+}
+
+void main() {
+  p = NormParams(pc.params);
+  tid = gl_LocalInvocationID.x;
+  per_channel = (p.flags & NORM_PER_CHANNEL) != 0u;
+  K = p.C / p.G;
+  const uint64_t g = group_index();
+  if (OP == OP_NORM_BWD_AFFINE) {
+    if (g >= uint64_t(p.C)) return;  // whole group: uniform
+    affine(uint(g), p.A * p.S);
+    return;
+  }
+  const uint groups = per_channel ? p.C : p.A * p.G;
+  if (g >= uint64_t(groups)) return;
+  const uint R = per_channel ? p.A * p.S : K * p.S;
+  // OP_NORM_FWD / OP_NORM_BWD; a mutated node (OP_EW_MUTANT) says which by its flags
+  const bool bwd = OP == OP_NORM_BWD || (OP != OP_NORM_FWD && (p.flags & NORM_BACKWARD) != 0u);
+  if (bwd) backward(uint(g), R);
+  else forward(uint(g), R);
+}
