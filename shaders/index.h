@@ -1,0 +1,47 @@
+// Blocks of the index family (shaders/index.comp; csrc/backend/vulkan/lower_index.cpp fills them).
+// Operands and their meaning: csrc/graph/families/index.h. Dims here are innermost first.
+#ifndef VKML_INDEX_H
+#define VKML_INDEX_H
+#include "pc.h"
+
+#ifdef __cplusplus
+namespace vkml::pc {
+#endif
+
+#define IX_WRAP 1u       // negative indices count from the end
+#define IX_SCALAR 2u     // put: write value_bits, there is no values operand
+#define IX_SKIP 4u       // accumulate: contributions whose raw index equals `skip` are left out
+#define IX_BY_FREQ 8u    // accumulate: each contribution scaled by 1 / (its destination's count)
+#define IX_MUTATE 16u    // VKML_MUTATE test hook: a deliberately wrong result
+#define IX_MAX_IDX 8
+
+// One node's description, in the submission's parameter buffer (the same for each dispatch).
+PB_BEGIN(IxParams)
+  u64 addr[12];           // operand addresses, slots as graph/families/index.h names them
+  u32 dt[12];             // their dtypes (DT_*)
+  u32 ndim; u32 nidx; u32 numel; u32 flags;  // iteration dims, index tensors, elements (M)
+  u32 shape[8];           // iteration sizes
+  i64 st_self[8];         // the indexed tensor's element strides over the iteration
+  i64 st_other[8];        // out (gather, nonzero) or values (put, accumulate) element strides
+  i32 st_idx[IX_MAX_IDX][8];  // each index tensor's element strides over the iteration
+  i64 isize[IX_MAX_IDX];  // index bounds
+  i64 istride[IX_MAX_IDX];  // the indexed tensor's element stride per index tensor
+  u32 idim[IX_MAX_IDX];   // the dim an out-of-range error names
+  u64 assert_addr;        // the device assert record (0: none)
+  u32 error; u32 chunk;   // AssertCode for out-of-range indices; elements per prefix-sum chunk
+  i64 skip;               // IX_SKIP's index value
+  u64 value;              // IX_SCALAR's bits (put) / alpha as a raw scalar (accumulate)
+  u32 dest; u32 nchunks;  // D (flat destination elements), chunks of the prefix sums
+  u32 slot_idx; u32 slot_other;  // first index operand; out or values operand (12: none)
+  u32 slot_self; u32 slot_aux;   // indexed tensor; winner (put) or offs (count, accumulate)
+  u32 slot_list; u32 slot_total; // list (accumulate) or sums (prefix sums); total (nonzero_count)
+PB_END(IxParams)
+
+PC_BEGIN(IxPush)
+  u64 params;  // device address of this dispatch's IxParams
+PC_END(IxPush)
+
+#ifdef __cplusplus
+}  // namespace vkml::pc
+#endif
+#endif
