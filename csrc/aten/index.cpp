@@ -5,17 +5,22 @@
 //   index_select   torch's CPU checks; the out-of-range error of the CPU path it would take
 //   gather         torch's structured meta
 //   nonzero, masked_select  a count node, one read-back of the count, then the write node
+//   masked_scatter_  a composite: nonzero (one read-back), then index_put_
 // embedding's forward is torch's own composite: index_select.
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/IndexKernel.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_native.h>
+#include <ATen/ops/nonzero.h>
+#include <torch/library.h>
 
 #include "aten/call.h"
 #include "aten/common.h"
+#include "aten/composite.h"
 #include "aten/index_walk.h"
 #include "aten/kernels.h"
 #include "aten/structured.h"
@@ -153,6 +158,32 @@ void ix_masked_select(OpId id, Call& c) {
   auto [m, s] = at::expand_outplace(mask, self);
   ret_result(c, select_nonzero(id, *m, &*s));
 }
+
+namespace {
+
+// torch's masked_scatter__cpu checks, then self[nonzero(mask)] = source[:count].
+at::Tensor& masked_scatter(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  at::assert_no_internal_overlap(self);
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter: expected self and source to have same dtypes but got",
+              self.scalar_type(), " and ", source.scalar_type());
+  TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  same_device({&self, &mask, &source});
+  const c10::MaybeOwned<at::Tensor> m = at::expand_inplace(self, mask, "masked_scatter_");
+  const at::Tensor where = at::nonzero(*m);
+  const int64_t n = where.size(0);
+  TORCH_CHECK(n <= source.numel(), "Number of elements of source < number of ones in mask");
+  if (n == 0) return self;
+  const at::Tensor values = source.reshape({-1}).narrow(0, 0, n);
+  if (self.dim() == 0) return self.copy_(values.squeeze(0));
+  c10::List<std::optional<at::Tensor>> indices;
+  for (int64_t d = 0; d < self.dim(); ++d) indices.push_back(where.select(1, d));
+  return self.index_put_(indices, values);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { composite<masked_scatter>(m, "masked_scatter_", {}); }
 
 }  // namespace vkml::aten
 

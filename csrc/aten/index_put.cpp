@@ -119,7 +119,6 @@ void index_put_sorted_kernel(at::Tensor& self, const c10::List<std::optional<at:
 void ix_index_put(OpId, Call& c) {
   at::Tensor self = c.tensor("self");
   const at::Tensor values = c.tensor("values");
-  same_device({&self, &values});  // a CPU 0-d value is allowed (torch moves it)
   at::native::_index_put_impl_(self, c["indices"].toOptionalTensorList(), values, c["accumulate"].toBool(),
                                c["unsafe"].toBool());
   c.ret(self);
@@ -176,21 +175,49 @@ void ix_index_add(OpId id, Call& c) {
   const int64_t dim = op.meta(self, c["dim"].toInt(), index, source, alpha).dim;
   at::Tensor result = op.out_;
   if (!result.is_same(self)) result.copy_(self);
-  if (index.numel() > 0) {
-    // torch's CPU kernel: one slice add per index for dim > 1 (RuntimeError naming the dim),
-    // an element loop with "index out of range in self" (IndexError) below
+  if (index.numel() > 0 && (result.dim() <= 1 || self.numel() > 0)) {
+    // Which error torch's CPU kernel raises: it runs scatter_add (RuntimeError naming the dim)
+    // for an outer or inner dim with alpha 1, int64 indices and matching slices, else a loop
+    // with "index out of range in self" (IndexError).
+    bool via_scatter = result.dim() > 1 && (dim == 0 || dim == result.dim() - 1) && alpha.equal(1.0) &&
+                       index.scalar_type() == c10::ScalarType::Long;
+    for (int64_t d = 0; via_scatter && d < result.dim(); ++d) via_scatter = d == dim || result.size(d) == source.size(d);
     IndexWalk w;
-    w.set_shape(source.sizes());
-    std::vector<int64_t> st(size_t(source.dim()), 0), ist(size_t(source.dim()), 0);
-    for (int64_t d = 0; d < source.dim(); ++d) st[size_t(d)] = d == dim || d >= result.dim() ? 0 : result.stride(d);
-    if (source.dim() > 0) ist[size_t(dim)] = index.dim() ? index.stride(0) : 0;
+    const int64_t numel = index.numel();
+    std::vector<int64_t> shape, st, ist, vst;  // iteration: result's dims, `dim` numel long
+    if (result.dim() <= 1) {  // torch's element loop
+      TORCH_CHECK(source.dim() <= 1, "source.dim() (", source.dim(), ") must one or zero for given self.dim() (",
+                  self.dim(), ")");
+      shape = {numel}, st = {0}, ist = {index.dim() ? index.stride(0) : 0};
+      vst = {source.dim() ? source.stride(dim) : 1};
+    } else {  // torch's slice adds: source.select(dim, i) broadcast to result.select(dim, k)
+      std::vector<int64_t> rs = result.sizes().vec(), ss = source.sizes().vec();
+      rs.erase(rs.begin() + dim);
+      if (!ss.empty()) ss.erase(ss.begin() + std::min<int64_t>(dim, int64_t(ss.size()) - 1));
+      const std::vector<int64_t> bs = at::infer_size(rs, ss);
+      TORCH_CHECK(at::IntArrayRef(bs) == at::IntArrayRef(rs), "output with shape ", rs,
+                  " doesn't match the broadcast shape ", bs);
+      for (int64_t d = 0, k = 0; d < result.dim(); ++d) {
+        shape.push_back(d == dim ? numel : result.size(d));
+        st.push_back(d == dim ? 0 : result.stride(d));
+        ist.push_back(d == dim && index.dim() ? index.stride(0) : 0);
+        if (d == dim) {
+          vst.push_back(source.dim() ? source.stride(dim) : 0);
+          continue;
+        }
+        const int64_t p = k++ - int64_t(rs.size() - ss.size());  // the source slice's dim, right-aligned
+        const int64_t sd = p < 0 ? -1 : (p < dim ? p : p + 1);
+        vst.push_back(sd >= 0 && source.size(sd) == result.size(d) ? source.stride(sd) : 0);
+      }
+    }
+    w.set_shape(shape);
     w.self = walked_of(result, st);
     const bool scalar = result.dim() == 0;
     w.add_index(index, ist, scalar ? 1 : result.size(dim), scalar ? 1 : result.stride(dim), int(dim));
-    w.error = result.dim() > 1 ? kRuntimeOutOfBounds : kIndexOutOfRange;
+    w.error = via_scatter ? kRuntimeOutOfBounds : kIndexOutOfRange;
     AccumOptions opt;
     opt.alpha = to_scalar(alpha);
-    record_accumulate(id, w, walked_of(source, source.strides()), opt);
+    record_accumulate(id, w, walked_of(source, vst), opt);
   }
   c.ret(result);
 }

@@ -4,6 +4,7 @@
 // through the device assert record) or, for rows that skip silently, is skipped.
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/access.h"
@@ -160,17 +161,22 @@ Result<void> or_accum(const Node& n, std::vector<double>* scale) {
     return node_error(Err::invalid, n, "accumulate: bad operands");
   if (!(op_info(n.op).dtypes & bit(self.dtype))) return node_error(Err::unsupported, n, "dtype not supported");
   if (w.numel == 0) return {};
-  std::vector<std::vector<int64_t>> from(static_cast<size_t>(D));
+  // contributions per destination, in ascending j (a stable counting sort)
+  std::vector<int64_t> key(size_t(w.numel), -1), first(size_t(D) + 1, 0);
   Result<void> err;
   for (int64_t j = 0; j < w.numel; ++j) {
     int64_t so;
-    if (w.locate(j, &so, &err)) from[size_t(so)].push_back(j);
+    if (w.locate(j, &so, &err)) key[size_t(j)] = so, ++first[size_t(so) + 1];
   }
+  for (int64_t d = 0; d < D; ++d) first[size_t(d) + 1] += first[size_t(d)];
+  std::vector<int64_t> order(size_t(first[size_t(D)])), cursor(first.begin(), first.end() - 1);
+  for (int64_t j = 0; j < w.numel; ++j)
+    if (key[size_t(j)] >= 0) order[size_t(cursor[size_t(key[size_t(j)])]++)] = j;
   const bool want = wants_scale(n, scale);
   if (want) scale->assign(size_t(D), 0.0);
   const bool ints = compute_of(self.dtype) == Compute::i64;
   for (int64_t d = 0; d < D; ++d) {
-    const auto& js = from[size_t(d)];
+    const std::span<const int64_t> js(order.data() + first[size_t(d)], size_t(first[size_t(d) + 1] - first[size_t(d)]));
     const uint32_t start = u32_at(offs, d);
     if (int64_t(start) + int64_t(js.size()) > list.numel()) return node_error(Err::invalid, n, "accumulate: offs past the list");
     for (size_t k = 0; k < js.size(); ++k) u32_at(list, start + int64_t(k)) = uint32_t(js[k]);
