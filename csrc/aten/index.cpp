@@ -143,7 +143,7 @@ void ix_nonzero(OpId id, Call& c) {
   const at::Tensor self = c.tensor("self");
   at::Tensor out = c.out();
   TORCH_CHECK(!out.defined() || out.scalar_type() == c10::ScalarType::Long,
-              "nonzero for CPU: expected out tensor to have dtype int64, but got ", out.scalar_type(), " instead");
+              "nonzero: Expected out tensor to have scalar type Long but got scalar type", out.scalar_type());
   to_dtype(self.scalar_type(), "nonzero");
   ret_result(c, select_nonzero(id, self, nullptr));
 }
