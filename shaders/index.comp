@@ -2,8 +2,9 @@
 // The index family (csrc/graph/families/index.h): gathers, puts, deterministic accumulation,
 // nonzero / masked_select. One pass per opcode; lower_index.cpp chains them. Gathers and puts
 // move raw bits (any dtype, float64 without shaderFloat64); only OP_IX_ACCUM computes in T.
-// Nothing here uses float atomics: integer atomics count and place, and each destination sums
-// its contributions alone, in ascending source position.
+// Nothing here uses float atomics: integer atomics claim, count and place (in the scratch whose
+// layout shaders/index.h describes), and each destination sums its contributions alone, in
+// ascending source position.
 #version 460
 #include "common.glsl"
 #include "index.h"
@@ -101,18 +102,52 @@ void gather(uint j) {
   st_raw(elem(P.slot_other, other_of(j)), ld_bits(elem(P.slot_self, so), sz), sz);
 }
 
-void claim(uint j) {
+// ---- slots: the destinations a put or an accumulation writes, grouped ---------------------------
+uint ld_w(uint64_t base, uint64_t i) { return ld_word(base + i * 4UL); }
+void st_w(uint64_t base, uint64_t i, uint v) { st_word(base + i * 4UL, v); }
+
+// The slot of iteration element j's destination (IX_NO_SLOT when its index is out of range or
+// skipped), recorded in slot_of[j]. Hash mode: open addressing over `slots` (a power of two,
+// at least twice the elements), keyed by destination + 1; which slot a destination gets depends
+// on the order of the atomics, what it gathers does not.
+uint insert(uint j) {
   int64_t so;
-  if (self_of(j, true, so)) atomicMax(Word(P.addr[P.slot_aux] + uint64_t(so) * 4UL).w, j + 1u);
+  uint s = IX_NO_SLOT;
+  if (self_of(j, true, so)) {
+    uint key = uint(so);
+    if ((P.flags & IX_DIRECT) != 0u) {
+      s = key;
+    } else {
+      s = (key * 2654435769u) >> P.shift;
+      while (true) {
+        uint prev = atomicCompSwap(Word(P.keys + uint64_t(s) * 4UL).w, 0u, key + 1u);
+        if (prev == 0u || prev == key + 1u) break;
+        s = (s + 1u) & (P.slots - 1u);
+      }
+    }
+  }
+  st_w(P.slot_of, uint64_t(j), s);
+  return s;
+}
+
+uint64_t dest_of(uint s) { return (P.flags & IX_DIRECT) != 0u ? uint64_t(s) : uint64_t(ld_w(P.keys, uint64_t(s)) - 1u); }
+
+void zero(uint64_t i) {
+  if (i < uint64_t(P.zero_words)) st_w(P.keys, i, 0u);
+}
+
+void claim(uint j) {
+  uint s = insert(j);
+  if (s != IX_NO_SLOT) atomicMax(Word(P.aux + uint64_t(s) * 4UL).w, j + 1u);
 }
 
 void put(uint j) {
-  int64_t so;
-  if (!self_of(j, false, so) || ld_word(P.addr[P.slot_aux] + uint64_t(so) * 4UL) != j + 1u) return;
+  uint s = ld_w(P.slot_of, uint64_t(j));
+  if (s == IX_NO_SLOT || ld_w(P.aux, uint64_t(s)) != j + 1u) return;
   uint sz = esz(P.slot_self);
   uint src = mutated() ? (j + 1u) % P.numel : j;
   uint64_t bits = (P.flags & IX_SCALAR) != 0u ? P.value : ld_bits(elem(P.slot_other, other_of(src)), sz);
-  st_raw(elem(P.slot_self, so), bits, sz);
+  st_raw(elem(P.slot_self, int64_t(dest_of(s))), bits, sz);
 }
 
 // ---- counting, prefix sums, placing -------------------------------------------------------------
@@ -135,20 +170,20 @@ uint64_t wg_exclusive(uint64_t v, out uint64_t all) {
   return incl - v;
 }
 
-uint64_t ld_count(uint slot, uint64_t i) {
-  return P.dt[slot] == DT_I64 ? ld_u64(P.addr[slot] + i * 8UL) : uint64_t(ld_word(P.addr[slot] + i * 4UL));
-}
-void st_count(uint slot, uint64_t i, uint64_t v) {
-  if (P.dt[slot] == DT_I64) st_u64(P.addr[slot] + i * 8UL, v);
-  else st_word(P.addr[slot] + i * 4UL, uint(v));
+bool wide() { return (P.flags & IX_SUMS_WIDE) != 0u; }
+uint64_t ld_sum(uint64_t i) { return wide() ? ld_u64(P.sums + i * 8UL) : uint64_t(ld_w(P.sums, i)); }
+void st_sum(uint64_t i, uint64_t v) {
+  if (wide()) st_u64(P.sums + i * 8UL, v);
+  else st_w(P.sums, i, uint(v));
 }
 
 void count(uint j) {
-  int64_t so;
-  if (self_of(j, true, so)) atomicAdd(Word(P.addr[P.slot_aux] + uint64_t(so) * 4UL).w, 1u);
+  uint s = insert(j);
+  if (s != IX_NO_SLOT) atomicAdd(Word(P.aux + uint64_t(s) * 4UL).w, 1u);
 }
 
-// Chunk g of offs (8 per invocation): exclusive prefix within the chunk, its total into sums[g].
+// Chunk g of the slot counts (8 per invocation): offs = the exclusive prefix within the chunk,
+// sums[g] = the chunk's total.
 void scan_local(uint64_t g) {
   if (g >= uint64_t(P.nchunks)) return;  // the grid's spare groups (uniform per workgroup)
   uint t = gl_LocalInvocationID.x;
@@ -156,20 +191,20 @@ void scan_local(uint64_t g) {
   uint64_t v[8], s = 0UL;
   for (uint e = 0u; e < 8u; ++e) {
     uint64_t i = first + uint64_t(e);
-    v[e] = i < uint64_t(P.dest) ? ld_count(P.slot_aux, i) : 0UL;
+    v[e] = i < uint64_t(P.slots) ? uint64_t(ld_w(P.aux, i)) : 0UL;
     s += v[e];
   }
   uint64_t all;
   uint64_t run = wg_exclusive(s, all);
   for (uint e = 0u; e < 8u; ++e) {
     uint64_t i = first + uint64_t(e);
-    if (i < uint64_t(P.dest)) st_count(P.slot_aux, i, run);
+    if (i < uint64_t(P.slots)) st_w(P.offs, i, uint(run));
     run += v[e];
   }
-  if (t == 0u) st_count(P.slot_list, g, all);
+  if (t == 0u) st_sum(g, all);
 }
 
-// One workgroup: exclusive prefix of sums[0..nchunks) in place; the total into slot_total if any.
+// One workgroup: exclusive prefix of sums[0..nchunks) in place; the total into `total` if any.
 void scan_sums() {
   uint t = gl_LocalInvocationID.x;
   uint64_t carry = 0UL;
@@ -177,34 +212,30 @@ void scan_sums() {
     uint64_t v[8], s = 0UL;
     for (uint e = 0u; e < 8u; ++e) {
       uint64_t i = base + uint64_t(t) * 8UL + uint64_t(e);
-      v[e] = i < uint64_t(P.nchunks) ? ld_count(P.slot_list, i) : 0UL;
+      v[e] = i < uint64_t(P.nchunks) ? ld_sum(i) : 0UL;
       s += v[e];
     }
     uint64_t all;
     uint64_t run = carry + wg_exclusive(s, all);
     for (uint e = 0u; e < 8u; ++e) {
       uint64_t i = base + uint64_t(t) * 8UL + uint64_t(e);
-      if (i < uint64_t(P.nchunks)) st_count(P.slot_list, i, run);
+      if (i < uint64_t(P.nchunks)) st_sum(i, run);
       run += v[e];
     }
     carry += all;
   }
-  if (t == 0u && P.slot_total < 12u) st_count(P.slot_total, 0UL, carry);
+  if (t == 0u && P.total != 0UL) st_u64(P.total, carry);
 }
 
-void scan_add(uint64_t i) {
-  if (i >= uint64_t(P.dest)) return;
-  st_count(P.slot_aux, i, ld_count(P.slot_aux, i) + ld_count(P.slot_list, i / uint64_t(P.chunk)));
-}
-
+// Element j into its slot's bucket: buckets lie in slot order in `list`.
 void place(uint j) {
-  int64_t so;
-  if (!self_of(j, false, so)) return;
-  uint pos = atomicAdd(Word(P.addr[P.slot_aux] + uint64_t(so) * 4UL).w, 1u);
-  st_word(P.addr[P.slot_list] + uint64_t(pos) * 4UL, j);
+  uint s = ld_w(P.slot_of, uint64_t(j));
+  if (s == IX_NO_SLOT) return;
+  uint pos = atomicAdd(Word(P.offs + uint64_t(s) * 4UL).w, 1u) + uint(ld_sum(uint64_t(s / P.chunk)));
+  st_w(P.list, uint64_t(pos), j);
 }
 
-// ---- accumulation: destination d alone, its contributions in ascending source position ----------
+// ---- accumulation: each slot (one destination) alone, its contributions in ascending position ---
 uint li(uint64_t base, uint k) { return ld_word(base + uint64_t(k) * 4UL); }
 void lset(uint64_t base, uint k, uint v) { st_word(base + uint64_t(k) * 4UL, v); }
 
@@ -243,25 +274,25 @@ void sort_list(uint64_t base, uint n) {
   }
 }
 
-void accumulate(uint64_t d) {
-  if (d >= uint64_t(P.dest)) return;
-  uint64_t offs = P.addr[P.slot_aux];
-  uint end = ld_word(offs + d * 4UL), start = d > 0UL ? ld_word(offs + (d - 1UL) * 4UL) : 0u;
-  if (end == start) return;
-  uint n = end - start;
-  uint64_t list = P.addr[P.slot_list] + uint64_t(start) * 4UL;
+void accumulate(uint64_t sl) {
+  if (sl >= uint64_t(P.slots)) return;
+  uint s = uint(sl), n = ld_w(P.aux, sl);
+  if (n == 0u) return;
+  uint end = ld_w(P.offs, sl) + uint(ld_sum(sl / uint64_t(P.chunk))), start = end - n;  // offs: after PLACE
+  uint64_t list = P.list + uint64_t(start) * 4UL;
   sort_list(list, n);
+  uint cnt = n;
   if (mutated()) n -= 1u;  // test hook: the last contribution is lost
   uint dts = P.dt[P.slot_self], dtv = P.dt[P.slot_other];
   T a = from_raw(P.value);  // alpha in the compute type
 #if defined(CT_I64)
   // int(1.0 / count) and bool(1.0 / count), as torch
-  if ((P.flags & IX_BY_FREQ) != 0u && dts != DT_BOOL && end - start != 1u) a = T(0);
+  if ((P.flags & IX_BY_FREQ) != 0u && dts != DT_BOOL && cnt != 1u) a = T(0);
 #else
-  if ((P.flags & IX_BY_FREQ) != 0u) a = a * div_ieee(T(1), T(end - start));
+  if ((P.flags & IX_BY_FREQ) != 0u) a = a * div_ieee(T(1), T(cnt));
 #endif
   bool scaled = a != T(1);
-  uint64_t dst = P.addr[P.slot_self] + d * uint64_t(dsize(dts));
+  uint64_t dst = P.addr[P.slot_self] + dest_of(s) * uint64_t(dsize(dts));
   precise T acc = load_T(dst, dts);
   for (uint k = 0u; k < n; ++k) {
     T v = load_T(elem(P.slot_other, other_of(li(list, k))), dtv);
@@ -275,7 +306,7 @@ void accumulate(uint64_t d) {
 // Element `lin` (row-major over the iteration) of the mask, whose strides are st_other.
 bool mask_at(uint64_t lin) {
   if (lin >= uint64_t(P.numel)) return false;
-  uint slot = P.slot_other;
+  uint slot = P.slot_mask;
   return nz_bits(ld_bits(elem(slot, other_of(uint(lin))), esz(slot)), P.dt[slot]);
 }
 
@@ -287,7 +318,7 @@ void nz_count(uint64_t g) {
   for (uint e = 0u; e < 8u; ++e) s += mask_at(first + uint64_t(e)) ? 1UL : 0UL;
   uint64_t all;
   wg_exclusive(s, all);
-  if (t == 0u) st_count(P.slot_list, g, all);
+  if (t == 0u) st_sum(g, all);
 }
 
 void nz_write(uint64_t g, bool coords) {
@@ -301,7 +332,7 @@ void nz_write(uint64_t g, bool coords) {
     s += m[e] ? 1UL : 0UL;
   }
   uint64_t all;
-  uint64_t row = ld_count(P.slot_list, g) + wg_exclusive(s, all);
+  uint64_t row = ld_sum(g) + wg_exclusive(s, all);
   for (uint e = 0u; e < 8u; ++e) {
     if (!m[e]) continue;
     uint lin = uint(first) + e;
@@ -341,7 +372,7 @@ void main() {
     case OP_IX_COUNT: if (in_range) count(j); break;
     case OP_IX_SCAN_LOCAL: scan_local(g); break;
     case OP_IX_SCAN_SUMS: scan_sums(); break;
-    case OP_IX_SCAN_ADD: scan_add(i); break;
+    case OP_IX_ZERO: zero(i); break;
     case OP_IX_PLACE: if (in_range) place(j); break;
     case OP_IX_ACCUM: accumulate(i); break;
     case OP_IX_NZ_COUNT: nz_count(g); break;

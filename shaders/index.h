@@ -13,9 +13,15 @@ namespace vkml::pc {
 #define IX_SKIP 4u       // accumulate: contributions whose raw index equals `skip` are left out
 #define IX_BY_FREQ 8u    // accumulate: each contribution scaled by 1 / (its destination's count)
 #define IX_MUTATE 16u    // VKML_MUTATE test hook: a deliberately wrong result
+#define IX_DIRECT 32u    // slot = destination (no hash table): used when D is small
+#define IX_SUMS_WIDE 64u // sums are int64 (nonzero) rather than uint32 (the slot counts)
 #define IX_MAX_IDX 8
+#define IX_NO_SLOT 0xffffffffu
 
 // One node's description, in the submission's parameter buffer (the same for each dispatch).
+// Puts and accumulations group the iteration elements by destination in scratch memory (not
+// operands: nothing there is a result): a slot per destination, found through an open-addressing
+// hash table of `slots` (a power of two >= 2M) keys, or the destination itself (IX_DIRECT).
 PB_BEGIN(IxParams)
   u64 addr[12];           // operand addresses, slots as graph/families/index.h names them
   u32 dt[12];             // their dtypes (DT_*)
@@ -31,10 +37,17 @@ PB_BEGIN(IxParams)
   u32 error; u32 chunk;   // AssertCode for out-of-range indices; elements per prefix-sum chunk
   i64 skip;               // IX_SKIP's index value
   u64 value;              // IX_SCALAR's bits (put) / alpha as a raw scalar (accumulate)
-  u32 dest; u32 nchunks;  // D (flat destination elements), chunks of the prefix sums
+  u32 slots; u32 shift;   // slots (destinations if IX_DIRECT); 32 - log2(slots) for the hash
+  u32 nchunks; u32 zero_words;  // chunks of the prefix sums; words OP_IX_ZERO clears at `keys`
+  u64 keys;               // per slot: destination + 1, 0 when empty (hash mode)
+  u64 aux;                // per slot: put winner (1 + i) / count of contributions
+  u64 offs;               // per slot: its bucket's start within its chunk (then its end)
+  u64 sums;               // per chunk: exclusive prefix of chunk totals (u32, or i64 if wide)
+  u64 total;              // nonzero_count: the count (int64), else 0
+  u64 slot_of;            // per iteration element: its slot, IX_NO_SLOT when skipped
+  u64 list;               // accumulate: iteration elements by slot, then sorted
   u32 slot_idx; u32 slot_other;  // first index operand; out or values operand (12: none)
-  u32 slot_self; u32 slot_aux;   // indexed tensor; winner (put) or offs (count, accumulate)
-  u32 slot_list; u32 slot_total; // list (accumulate) or sums (prefix sums); total (nonzero_count)
+  u32 slot_self; u32 slot_mask;  // indexed tensor; mask (nonzero, masked_select)
 PB_END(IxParams)
 
 PC_BEGIN(IxPush)

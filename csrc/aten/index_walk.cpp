@@ -2,7 +2,6 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
-#include <ATen/ops/zeros.h>
 
 #include <cstring>
 
@@ -175,28 +174,47 @@ void record_gather(OpId id, IndexWalk w, Walked out) {
   record(n);
 }
 
+namespace {
+
+// Puts and accumulation group elements by destination: slot = destination when the flat range is
+// small (D <= 2M), else a hash table of a power of two >= 2M slots. Scratch: 4 bytes per slot
+// (8 hashed) and per element, so it never grows with a large self written in few places.
+at::Tensor scratch_for(IndexArgs& a, int64_t D, int64_t M, bool accumulate, const char* name) {
+  uint64_t hashed = 64;
+  while (hashed < 2 * uint64_t(M)) hashed <<= 1;
+  a.direct = uint64_t(D) <= hashed;
+  const uint64_t slots = a.direct ? uint64_t(D) : hashed;
+  TORCH_CHECK_NOT_IMPLEMENTED(M < int64_t(UINT32_MAX) && slots < uint64_t(UINT32_MAX), "vkml: ", name,
+                              " over more than 2^32-2 elements is not supported");
+  a.slots = uint32_t(slots);
+  at::Tensor t = at::empty({int64_t(index_scratch(a, M, accumulate).words)}, scratch(c10::ScalarType::Int));
+  a.scratch = addr_of(t);
+  return t;
+}
+
+}  // namespace
+
 void record_put(OpId id, IndexWalk w, const Walked* values, uint64_t value_bits) {
   using A = IndexArgs;
   Walked v = values ? *values : Walked{};
   if (values) w.coalesce({&v}, op_info(id).name);
   else w.coalesce({}, op_info(id).name);
-  if (w.numel() == 0) return;
+  const int64_t M = w.numel();
+  if (M == 0) return;
   check_dtype(id, w.self.dtype);
   const int64_t D = w.extent();
-  at::Tensor winner = at::zeros({D}, scratch(c10::ScalarType::Int));
-  Node n;
-  n.op = id;
-  n.nout = 2;
-  n.nin = uint8_t(1 + w.nidx);
-  n.compute = w.self.dtype;
-  n.t[A::p_self] = flat(w, D);
-  n.t[A::p_winner] = desc_of(winner, op_info(id).name);
-  if (values) n.t[A::p_values] = desc(v, w);
-  put_indices(n, A::p_idx, w);
   IndexArgs a = args_of(w);
   a.scalar_value = !values;
   a.value_bits = value_bits;
-  a.dest = D;
+  const at::Tensor keep = scratch_for(a, D, M, false, op_info(id).name);  // until recorded
+  Node n;
+  n.op = id;
+  n.nout = 1;
+  n.nin = uint8_t(1 + w.nidx);
+  n.compute = w.self.dtype;
+  n.t[A::p_self] = flat(w, D);
+  if (values) n.t[A::p_values] = desc(v, w);
+  put_indices(n, A::p_idx, w);
   n.args = a;
   record(n);
 }
@@ -207,38 +225,27 @@ void record_accumulate(OpId id, IndexWalk w, Walked values, const AccumOptions& 
   const int64_t M = w.numel();
   if (M == 0) return;
   check_dtype(id, w.self.dtype);
-  const char* name = op_info(id).name;
   const int64_t D = w.extent();
-  TORCH_CHECK_NOT_IMPLEMENTED(M < int64_t(UINT32_MAX) && D < int64_t(UINT32_MAX), "vkml: ", name,
-                              " over more than 2^32-1 elements is not supported");
   IndexArgs a = args_of(w);
   a.alpha = opt.alpha;
   a.has_skip = opt.has_skip;
   a.skip = opt.skip;
   a.by_freq = opt.by_freq;
-  a.dest = D;
-  // offs: contributions per destination, then their exclusive prefix (index_count)
-  at::Tensor offs = at::zeros({D}, scratch(c10::ScalarType::Int));
-  at::Tensor sums = at::empty({(D + kChunk - 1) / kChunk}, scratch(c10::ScalarType::Int));
-  Node c;
+  const at::Tensor keep = scratch_for(a, D, M, true, op_info(id).name);  // shared by both nodes
+  Node c;  // groups the contributions by destination: scratch only, nothing to compare
   c.op = OpId::index_count;
-  c.nout = 2;
+  c.nout = 0;
   c.nin = uint8_t(w.nidx);
   c.compute = w.self.dtype;
-  c.t[A::c_offs] = desc_of(offs, name);
-  c.t[A::c_sums] = desc_of(sums, name);
   put_indices(c, A::c_idx, w);
   c.args = a;
   record(c);
-  at::Tensor list = at::empty({M}, scratch(c10::ScalarType::Int));
   Node n;
   n.op = id;
-  n.nout = 3;
+  n.nout = 1;
   n.nin = uint8_t(1 + w.nidx);
   n.compute = w.self.dtype;
   n.t[A::a_self] = flat(w, D);
-  n.t[A::a_offs] = desc_of(offs, name);
-  n.t[A::a_list] = desc_of(list, name);
   n.t[A::a_values] = desc(values, w);
   put_indices(n, A::a_idx, w);
   n.args = a;

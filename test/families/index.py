@@ -176,6 +176,9 @@ def gen_index_put(row, overload, dtype, rng, special):
         ("accumulate x[i, j], 1500 elements", d((40, 40), True),
          ix_list(torch.randint(0, 40, (1500,), generator=rng), torch.randint(0, 40, (1500,), generator=rng)),
          d((1500,), True), True),
+        ("few rows of a 3000-element self (hashed slots)", d((100, 30)), ix_list(T([97, 3, 50])), d((3, 30)), False),
+        ("accumulate into 3000 elements (hashed slots)", d((100, 30), True), ix_list(T([97, 3, 97, 64, 3])),
+         d((5, 30), True), True),
         ("out of range", d((5, 3)), ix_list(T([5])), d((1, 3)), False),
         ("accumulate, out of range", d((5, 3)), ix_list(None, T([-4])), d((5, 1)), True),
         ("value shape mismatch", d((5, 3)), ix_list(T([0, 1])), d((3, 3)), False),
@@ -208,6 +211,7 @@ def _scatter_inputs(dtype, rng, special, accum=False):
         ("0-d", d(()), 0, In(T(0)), d(())),
         ("1-D, 3000", d((3000,)), 0, In(torch.randperm(3000, generator=rng)[:2000]), d((2000,))),
         ("empty index", d((4, 5)), 0, In(torch.zeros(0, 5, dtype=L)), d((0, 5))),
+        ("20 of 3000 (hashed slots)", d((3000,)), 0, In(torch.randperm(3000, generator=rng)[:20]), d((20,))),
         ("out of range: RuntimeError", d((4, 5)), 1, In(T([[5]])), d((1, 1))),
         ("negative index", d((4, 5)), 0, In(T([[-1]])), d((1, 1))),
     ]
@@ -242,7 +246,9 @@ def gen_scatter_add(row, overload, dtype, rng, special):
     r = lambda s, hi: torch.randint(0, hi, s, generator=rng)  # noqa: E731
     ins = _scatter_inputs(dtype, rng, special, accum=True)
     ins += [("repeated destinations", d((3, 4)), 0, In(r((6, 4), 3)), d((6, 4))),
-            ("1200 destinations, 3000 contributions", d((40, 30)), 0, In(r((100, 30), 40)), d((100, 30)))]
+            ("1200 destinations, 3000 contributions", d((40, 30)), 0, In(r((100, 30), 40)), d((100, 30))),
+            ("3000 destinations, 60 contributions 64 apart (hashed, colliding)", d((3000,)), 0,
+             In((torch.arange(60) * 64) % 2944), d((60,)))]
     return [wrap_call(overload, [x, dim, ix, src], desc, [dtype], scale=safe(sc)) for desc, x, dim, ix, src in ins]
 
 
@@ -267,6 +273,7 @@ def gen_index_add(row, overload, dtype, rng, special):
         ("transposed self, stepped source", In(data((3, 5), dtype, rng, special, accum=True), lambda t: t.t()), 0,
          In(T([0, 4])), In(data((4, 3), dtype, rng, special, accum=True), lambda t: t[::2])),
         ("1500 destinations", d((300, 5)), 0, In(torch.randint(0, 300, (700,), generator=rng)), d((700, 5))),
+        ("5 rows of a (300,10) self (hashed slots)", d((300, 10)), 0, In(T([7, 299, 7, 0, 7])), d((5, 10))),
         ("source slices broadcast (4,1)", d((5, 3)), 0, In(T([1, 1, 4, 0])), d((4, 1))),
         ("1-D source broadcast over rows", d((5, 3)), 0, In(T([1, 1, 4, 0])), d((4,))),
         ("dim 1 of (2,3,4), source (2,2,1)", d((2, 3, 4)), 1, In(T([2, 2])), d((2, 2, 1))),
@@ -304,6 +311,7 @@ def gen_embedding_backward(row, overload, dtype, rng, special):
         ("int32 indices", d((6, 3)), In(ix6.int()), 5, -1, False),
         ("transposed grad", In(data((3, 6), dtype, rng, special, accum=True), lambda t: t.t()), In(ix6), 5, -1, False),
         ("1500 weights, 700 indices", d((700, 5)), In(torch.randint(0, 300, (700,), generator=rng)), 300, 7, True),
+        ("1000 weights, 6 indices (hashed slots)", d((6, 5)), In(T([999, 3, 999, 0, 3, 999])), 1000, 3, True),
         ("empty indices", d((0, 3)), In(T([], L)), 5, -1, False),
         ("out of range: skipped, as torch's CPU kernel", d((3, 3)), In(T([7, 1, -2])), 5, -1, False),
         ("float indices", d((2, 3)), In(T([0.0, 1.0], torch.float32)), 5, -1, False),

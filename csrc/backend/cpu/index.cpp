@@ -88,8 +88,6 @@ Result<void> check(const Node& n, int idx_slot, int flat_slot, std::initializer_
   return {};
 }
 
-uint32_t& u32_at(const TensorDesc& t, int64_t i) { return *reinterpret_cast<uint32_t*>(at(t, i)); }
-
 }  // namespace
 
 Result<void> or_gather(const Node& n, std::vector<double>*) {
@@ -110,44 +108,25 @@ Result<void> or_put(const Node& n, std::vector<double>*) {
   VKML_TRY(check(n, A::p_idx, A::p_self, {A::p_values}));
   const Walk w(n, A::p_idx);
   const A& a = w.a;
-  const TensorDesc &self = n.t[A::p_self], &win = n.t[A::p_winner], &val = n.t[A::p_values];
+  const TensorDesc &self = n.t[A::p_self], &val = n.t[A::p_values];
   const size_t es = dtype_size(self.dtype);
-  if (win.numel() < self.sizes[0] || win.dtype != DType::i32 || (!a.scalar_value && val.dtype != self.dtype))
-    return node_error(Err::invalid, n, "put: bad winner or values operand");
+  if (!a.scalar_value && val.dtype != self.dtype) return node_error(Err::invalid, n, "put: values dtype differs from self");
   Result<void> err;
   for (int64_t j = 0; j < w.numel; ++j) {  // ascending: the last write wins, as on the GPU
     int64_t so;
     if (!w.locate(j, &so, &err)) continue;
     std::memcpy(at(self, so), a.scalar_value ? reinterpret_cast<const uint8_t*>(&a.value_bits) : at(val, Walk::offset(val, j)), es);
-    u32_at(win, so) = uint32_t(j + 1);
   }
   return err;
 }
 
+// index_count has no outputs (its scratch holds no result); what it can find is a bad index.
 Result<void> or_count(const Node& n, std::vector<double>*) {
   VKML_TRY(check(n, A::c_idx, -1, {}));
   const Walk w(n, A::c_idx);
-  const TensorDesc &offs = n.t[A::c_offs], &sums = n.t[A::c_sums];
-  const int64_t D = w.a.dest, C = w.a.chunk;
-  if (w.numel == 0) return {};  // the GPU runs nothing either
-  if (offs.numel() != D || sums.numel() != (D + C - 1) / C || offs.dtype != DType::i32 || sums.dtype != DType::i32)
-    return node_error(Err::invalid, n, "index_count: bad offs or sums operand");
   Result<void> err;
-  for (int64_t j = 0; j < w.numel; ++j) {
-    int64_t so;
-    if (w.locate(j, &so, &err)) {
-      if (so >= D) return node_error(Err::invalid, n, "index_count: destination past D");
-      u32_at(offs, so) += 1;
-    }
-  }
-  uint32_t run = 0, chunk_run = 0;
-  for (int64_t d = 0; d < D; ++d) {
-    if (d % C == 0) u32_at(sums, d / C) = chunk_run;
-    const uint32_t c = u32_at(offs, d);
-    u32_at(offs, d) = run;
-    run += c;
-    chunk_run += c;
-  }
+  int64_t so;
+  for (int64_t j = 0; j < w.numel && err.ok(); ++j) w.locate(j, &so, &err);
   return err;
 }
 
@@ -155,11 +134,12 @@ Result<void> or_accum(const Node& n, std::vector<double>* scale) {
   VKML_TRY(check(n, A::a_idx, A::a_self, {A::a_values}));
   const Walk w(n, A::a_idx);
   const A& a = w.a;
-  const TensorDesc &self = n.t[A::a_self], &offs = n.t[A::a_offs], &list = n.t[A::a_list], &val = n.t[A::a_values];
-  const int64_t D = a.dest;
-  if (self.sizes[0] != D || offs.numel() != D || list.numel() < w.numel || val.dtype != self.dtype)
-    return node_error(Err::invalid, n, "accumulate: bad operands");
+  const TensorDesc &self = n.t[A::a_self], &val = n.t[A::a_values];
+  const int64_t D = self.sizes[0];
+  if (val.dtype != self.dtype) return node_error(Err::invalid, n, "accumulate: values dtype differs from self");
   if (!(op_info(n.op).dtypes & bit(self.dtype))) return node_error(Err::unsupported, n, "dtype not supported");
+  const bool want = wants_scale(n, scale);
+  if (want) scale->assign(size_t(D), 0.0);
   if (w.numel == 0) return {};
   // contributions per destination, in ascending j (a stable counting sort)
   std::vector<int64_t> key(size_t(w.numel), -1), first(size_t(D) + 1, 0);
@@ -172,15 +152,9 @@ Result<void> or_accum(const Node& n, std::vector<double>* scale) {
   std::vector<int64_t> order(size_t(first[size_t(D)])), cursor(first.begin(), first.end() - 1);
   for (int64_t j = 0; j < w.numel; ++j)
     if (key[size_t(j)] >= 0) order[size_t(cursor[size_t(key[size_t(j)])]++)] = j;
-  const bool want = wants_scale(n, scale);
-  if (want) scale->assign(size_t(D), 0.0);
   const bool ints = compute_of(self.dtype) == Compute::i64;
   for (int64_t d = 0; d < D; ++d) {
     const std::span<const int64_t> js(order.data() + first[size_t(d)], size_t(first[size_t(d) + 1] - first[size_t(d)]));
-    const uint32_t start = u32_at(offs, d);
-    if (int64_t(start) + int64_t(js.size()) > list.numel()) return node_error(Err::invalid, n, "accumulate: offs past the list");
-    for (size_t k = 0; k < js.size(); ++k) u32_at(list, start + int64_t(k)) = uint32_t(js[k]);
-    u32_at(offs, d) = start + uint32_t(js.size());
     if (js.empty()) {
       if (want) (*scale)[size_t(d)] = std::fabs(load<double>(at(self, d), self.dtype));
       continue;

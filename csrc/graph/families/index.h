@@ -26,16 +26,14 @@ namespace vkml {
 struct IndexArgs {
   // gather rows (index, index_select, gather): out[i] = src[at(i)]
   enum Gather : uint8_t { g_out, g_src, g_idx };
-  // put rows (index_put, scatter): self[at(i)] = values[i] (or `value`), the last i wins;
-  // winner (int32 [D], zeros on entry) ends as 1 + the winning i per destination
-  enum Put : uint8_t { p_self, p_winner, p_values, p_idx };
-  // index_count: offs (int32 [D], zeros on entry) ends as the exclusive prefix sum of the number
-  // of contributions per destination; sums (int32 [chunks]) the exclusive prefix of chunk totals
-  enum Count : uint8_t { c_offs, c_sums, c_idx };
-  // accumulate rows: self[d] += alpha * scale * values[i] for every i with at(i) = d, in ascending
-  // i; offs comes from index_count and ends as the inclusive prefix; list (int32 [M]) ends as
-  // the contributions sorted by (destination, i)
-  enum Accum : uint8_t { a_self, a_offs, a_list, a_values, a_idx };
+  // put rows (index_put, scatter): self[at(i)] = values[i] (or `value`), the last i winning
+  enum Put : uint8_t { p_self, p_values, p_idx };
+  // index_count: groups the iteration elements by destination into the scratch (no outputs: the
+  // scratch holds no result) for the accumulating node recorded after it
+  enum Count : uint8_t { c_idx };
+  // accumulate rows: self[d] += alpha * scale * values[i] for every i with at(i) = d, in
+  // ascending i (using index_count's scratch)
+  enum Accum : uint8_t { a_self, a_values, a_idx };
   // nonzero_count: sums (int64 [chunks]) exclusive prefix of the nonzero count per chunk of the
   // mask (row-major), total (int64 [1]) the count. nonzero: out [total, ndim] int64 coordinates;
   // masked_select: out [total] = src where mask, both of the iteration shape
@@ -61,8 +59,30 @@ struct IndexArgs {
   bool has_skip = false;
   int64_t skip = 0;
   bool by_freq = false;
-  int64_t dest = 0;          // D: elements of the indexed tensor's flat range (count / accumulate)
-  uint32_t chunk = 1024;     // elements per chunk of the prefix sums (count, nonzero)
+  // puts and accumulation: scratch memory (int32 words, allocated by aten; see index_scratch):
+  // a slot per destination, the destination itself when `direct`, else a hash table slot
+  uint64_t scratch = 0;
+  uint32_t slots = 0;
+  bool direct = false;
+  uint32_t chunk = 1024;  // elements per chunk of the prefix sums (slots, nonzero)
 };
+
+// Word offsets of the scratch of a put (accumulate = false) or of index_count + an accumulating
+// node over M iteration elements: [keys (hash mode)] [aux] [offs] [sums] [slot_of] [list].
+struct IndexScratch {
+  uint64_t keys, aux, offs, sums, slot_of, list, words;
+};
+inline IndexScratch index_scratch(const IndexArgs& a, int64_t m, bool accumulate) {
+  IndexScratch s{};
+  const uint64_t slots = a.slots, chunks = (slots + a.chunk - 1) / a.chunk;
+  s.keys = 0;
+  s.aux = a.direct ? 0 : slots;
+  s.offs = s.aux + slots;
+  s.sums = s.offs + (accumulate ? slots : 0);
+  s.slot_of = s.sums + (accumulate ? chunks : 0);
+  s.list = s.slot_of + uint64_t(m);
+  s.words = s.list + (accumulate ? uint64_t(m) : 0);
+  return s;
+}
 
 }  // namespace vkml
