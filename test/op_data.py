@@ -12,7 +12,10 @@ ALIASES = {
     "nn.functional.silu": "silu", "clamp_min": "clamp", "clamp_max": "clamp", "any": "amax", "all": "amin",
     "nn.functional.relu": "relu", "max": "amax", "min": "amin", "matmul": "mm", "mv": "addmv",
     "nn.functional.nll_loss": "nll_loss", "nn.functional.cross_entropy": "nll_loss",
-    "masked_select": "copy", "cat": "copy", "clone": "copy",
+    "cat": "copy", "clone": "copy",
+    # index family: index_put's samples accumulate too, so they get the accumulating row's contract
+    "index_put": "index_put_acc", "take_along_dim": "gather", "masked_scatter": "index_put",
+    "nn.functional.embedding": "index_select",
     **{f"nn.functional.{f}": "convolution" for f in _CONVS},
 }
 
@@ -24,6 +27,10 @@ KNOWN_GAPS = {
     "aten::clamp.Tensor": "clamp with tensor bounds on both sides: needs a ternary kind",
     "aten::clamp.Tensor_out": "clamp with tensor bounds on both sides: needs a ternary kind",
     "aten::nll_loss2d_forward.output": "nll_loss over images (N, C, H, W): no row yet",
+    "aten::scatter.reduce_out": "scatter with reduce=: not implemented (raises NotImplementedError naming it)",
+    "aten::scatter.value_reduce_out": "scatter with reduce=: not implemented (raises NotImplementedError naming it)",
+    "aten::embedding_renorm_": "nn.functional.embedding with max_norm: no row yet",
+    "aten::remainder.Tensor_out": "remainder (take_along_dim wraps negative indices with it): no row yet",
     "mm": "integer matrix products: gemm rows are float-only",
     "addmm": "integer matrix products: gemm rows are float-only",
     "bmm": "integer matrix products: gemm rows are float-only",

@@ -6,8 +6,6 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/masked_select.h>
-#include <ATen/ops/nonzero.h>
 #include <ATen/ops/view_native.h>
 #include <c10/util/Half.h>
 #include <c10/util/BFloat16.h>
@@ -216,18 +214,6 @@ at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
   return cat_out(tensors, dim, out);
 }
 
-// Output size depends on the data: the mask and values are read back, selected on the host, and
-// the result uploaded. One synchronisation, as any data-dependent op needs.
-at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
-  TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool, "masked_select: expected BoolTensor for mask");
-  auto [s, m] = at::expand_outplace(self, mask);
-  return at::masked_select(s->cpu(), m->cpu()).to(self.device());
-}
-
-// nonzero: the output size depends on the data, so it is read back (one synchronisation) and the
-// indices computed on the host and uploaded, as masked_select does.
-at::Tensor nonzero(const at::Tensor& self) { return at::nonzero(self.cpu()).to(self.device()); }
-
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& name = op.schema().operator_name();
   if (tracing()) trace(op, env().cpu_fallback ? Path::cpu_fallback : Path::missing);
@@ -260,9 +246,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
-  m.impl("masked_select", TORCH_FN(masked_select));
   m.impl("cat", TORCH_FN(cat));
-  m.impl("nonzero", TORCH_FN(nonzero));
   m.impl("cat.out", TORCH_FN(cat_out));
 }
 

@@ -22,6 +22,8 @@ void raise(const Error& e) {
     case Err::out_of_memory: TORCH_CHECK_WITH(OutOfMemoryError, false, "vkml: ", e.msg);
     case Err::unsupported: TORCH_CHECK_NOT_IMPLEMENTED(false, "vkml: ", e.msg);
     case Err::invalid: TORCH_CHECK_VALUE(false, "vkml: ", e.msg);
+    case Err::index: TORCH_CHECK_INDEX(false, e.msg);
+    case Err::runtime: TORCH_CHECK(false, e.msg);
     default: TORCH_CHECK(false, e.msg.rfind("vkml", 0) == 0 ? "" : "vkml: ", e.msg);
   }
 }

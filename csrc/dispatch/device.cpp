@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/vulkan/vulkan_backend.h"
 #include "dispatch/compare.h"
+#include "graph/device_assert.h"
 #include "util/env.h"
 
 namespace vkml {
@@ -79,7 +81,7 @@ void Device::free(const Block& b) {
 
 void Device::empty_cache() {
   std::lock_guard<std::recursive_mutex> g(mu_);
-  (void)flush_locked();  // pending nodes may still read freed blocks
+  if (auto r = flush_locked(); !r.ok()) late_ = r.error();  // pending nodes may still read freed blocks
   backend_->empty_cache();
 }
 
@@ -155,7 +157,7 @@ Result<void> Device::flush_locked(bool wait) {
   if (graph_.empty()) {
     if (wait && last_ticket_) VKML_TRY(timed_wait(last_ticket_));
     release_completed();
-    return {};
+    return wait ? take_assert() : Result<void>{};
   }
   ++stats_.flushes;
   ++stats_.submits;
@@ -170,7 +172,28 @@ Result<void> Device::flush_locked(bool wait) {
   if (!t.ok()) return t.error();
   if (wait) VKML_TRY(timed_wait(last_ticket_));
   release_completed();
-  return {};
+  return wait ? take_assert() : Result<void>{};
+}
+
+Result<uint64_t> Device::assert_record() {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  if (!assert_.addr) {
+    auto b = backend_->alloc(sizeof(DeviceAssert), MemKind::staging);  // kept for the process
+    if (!b.ok()) return b.error();
+    std::memset(backend_->host_ptr(b.value().addr), 0, sizeof(DeviceAssert));
+    assert_ = b.value();
+  }
+  return assert_.addr;
+}
+
+Result<void> Device::take_assert() {
+  if (late_.code != Err::ok) return std::exchange(late_, Error{});
+  if (!assert_.addr) return {};
+  auto* rec = static_cast<DeviceAssert*>(backend_->host_ptr(assert_.addr));
+  if (rec->code == kAssertNone) return {};
+  const DeviceAssert found = *rec;
+  *rec = DeviceAssert{};  // the next batch starts clean (its barrier orders host writes first)
+  return assert_error(found);
 }
 
 Result<void> Device::timed_wait(uint64_t ticket) {

@@ -64,6 +64,10 @@ class Device {
 
   Stats stats();
 
+  // The device assert record (graph/device_assert.h) kernels write bad input into; allocated on
+  // first use. A finding is raised by the next wait: flush(), download(), ...
+  Result<uint64_t> assert_record();
+
   // Runs f(env()) under the device lock once everything pending has run (the switches check,
   // eager and mutate change how nodes are recorded and lowered).
   template <class F>
@@ -90,6 +94,7 @@ class Device {
   Result<bool> probe_flush(Compute c);       // dispatch/probe.cpp
   Result<void> download_locked(uint64_t src, void* dst, size_t bytes);
   Result<Block> staging_locked(size_t bytes);
+  Result<void> take_assert();  // after a wait: the assert found by what was waited for, once
 
   std::unique_ptr<Backend> backend_;
   int index_ = 0;
@@ -99,6 +104,8 @@ class Device {
   uint64_t last_ticket_ = 0;
   Stats stats_;
   int64_t alloc_retries_ = 0, ooms_ = 0;  // Device::alloc, for memory_stats()
+  Block assert_;  // host-visible: read without a transfer
+  Error late_;    // a finding an empty_cache() flush could not report, raised by the next wait
   int8_t flushes_[2] = {-1, -1};  // per Compute f32/f64: -1 not probed yet, 0 no, 1 yes
   mutable std::recursive_mutex mu_;
 };

@@ -31,9 +31,11 @@ Device* dev() { return Device::get(); }
     case Err::out_of_memory: type = py::module_::import("torch").attr("OutOfMemoryError"); break;
     case Err::unsupported: type = py::reinterpret_borrow<py::object>(PyExc_NotImplementedError); break;
     case Err::invalid: type = py::reinterpret_borrow<py::object>(PyExc_ValueError); break;
+    case Err::index: type = py::reinterpret_borrow<py::object>(PyExc_IndexError); break;
     default: type = py::reinterpret_borrow<py::object>(PyExc_RuntimeError); break;
   }
-  PyErr_SetString(type.ptr(), (e.msg.rfind("vkml", 0) == 0 ? e.msg : "vkml: " + e.msg).c_str());
+  const bool torchs = e.code == Err::index || e.code == Err::runtime;  // torch's own message (device asserts)
+  PyErr_SetString(type.ptr(), (torchs || e.msg.rfind("vkml", 0) == 0 ? e.msg : "vkml: " + e.msg).c_str());
   throw py::error_already_set();
 }
 
@@ -145,8 +147,12 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("synchronize", [] {
     if (Device* d = dev()) {
-      py::gil_scoped_release nogil;
-      raise_if(d->flush());
+      Result<void> r;
+      {
+        py::gil_scoped_release nogil;
+        r = d->flush();
+      }
+      raise_if(r);  // with the GIL: it sets the Python error
     }
   });
   m.def("stats", [] {

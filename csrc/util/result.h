@@ -6,7 +6,8 @@
 
 namespace vkml {
 
-enum class Err { ok = 0, no_device, out_of_memory, unsupported, vulkan, check_failed, invalid };
+// index / runtime: torch's IndexError / RuntimeError with the message as is (device asserts).
+enum class Err { ok = 0, no_device, out_of_memory, unsupported, vulkan, check_failed, invalid, index, runtime };
 
 struct Error {
   Err code = Err::ok;
