@@ -21,12 +21,22 @@ struct Structured final : Meta {
   // given: the out= tensor (out) or self (inplace); undefined for functional
   explicit Structured(OutKind kind, at::Tensor given = {}) : kind_(kind), out_(std::move(given)) {}
 
+  // torch 2.13 passes (i, sizes, strides, options); torch 2.11 adds the dim names. Both are
+  // declared without `override`: the one matching the installed torch overrides.
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::TensorOptions options) override {
+                          at::TensorOptions options) {
     set(i, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
-                              at::TensorOptions options) override {
+                              at::TensorOptions options) {
+    set(i, sizes, strides, options);
+  }
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options, at::DimnameList) {
+    set(i, sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options, at::DimnameList) {
     set(i, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }
@@ -60,7 +70,12 @@ struct Structured final : Meta {
                     " and output tensor size ", sizes, " should match");
         break;
     }
-    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) Meta::set_output_raw_strided(i, sizes, strides, options);
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) {
+      if constexpr (requires(Meta& m) { m.Meta::set_output_raw_strided(i, sizes, strides, options, at::DimnameList{}); })
+        Meta::set_output_raw_strided(i, sizes, strides, options, at::DimnameList{});
+      else
+        Meta::set_output_raw_strided(i, sizes, strides, options);
+    }
   }
 };
 
