@@ -17,6 +17,11 @@ ALIASES = {
     "index_put": "index_put_acc", "take_along_dim": "gather", "masked_scatter": "index_put",
     "nn.functional.embedding": "index_select",
     **{f"nn.functional.{f}": "convolution" for f in _CONVS},
+    "native_layer_norm": "layer_norm", "nn.functional.layer_norm": "layer_norm",
+    "native_group_norm": "group_norm", "nn.functional.group_norm": "group_norm",
+    "native_batch_norm": "batch_norm", "_native_batch_norm_legit": "batch_norm", "_batch_norm_with_update": "batch_norm",
+    "nn.functional.batch_norm": "batch_norm", "nn.functional.instance_norm": "batch_norm",
+    "nn.functional.rms_norm": "rsqrt",  # torch's decomposition (docs/normalization.md)
 }
 
 # aten ops some samples need that have no vkml kernel yet, and why they are not here yet.
@@ -31,6 +36,7 @@ KNOWN_GAPS = {
     "aten::scatter.value_reduce_out": "scatter with reduce=: not implemented (raises NotImplementedError naming it)",
     "aten::embedding_renorm_": "nn.functional.embedding with max_norm: no row yet",
     "aten::remainder.Tensor_out": "remainder (take_along_dim wraps negative indices with it): no row yet",
+    "aten::unfold": "Tensor.repeat (instance_norm repeats its running statistics): no unfold kernel yet",
     "mm": "integer matrix products: gemm rows are float-only",
     "addmm": "integer matrix products: gemm rows are float-only",
     "bmm": "integer matrix products: gemm rows are float-only",
