@@ -25,8 +25,10 @@ not this file.
 
 
 def _order(mod, name, obj):
+    obj = inspect.unwrap(obj)  # a @contextmanager's source is its body, not contextlib's
     try:
-        return (inspect.getsourcefile(obj) or "", inspect.getsourcelines(obj)[1])
+        path = os.path.relpath(inspect.getsourcefile(obj) or "", ROOT)  # the same on every machine
+        return (path, inspect.getsourcelines(obj)[1])
     except (OSError, TypeError):
         return ("~", name)
 
