@@ -12,6 +12,12 @@
 
 #include <type_traits>
 
+// torch 2.11's set_output_* take dimension names; torch 2.13 has no named tensors.
+#if __has_include(<ATen/core/Dimname.h>)
+#include <ATen/core/Dimname.h>
+#define VKML_DIMNAMES 1
+#endif
+
 namespace vkml::aten {
 
 enum class OutKind { functional, out, inplace };
@@ -31,6 +37,7 @@ struct Structured final : Meta {
                               at::TensorOptions options) {
     set(i, sizes, strides, options);
   }
+#ifdef VKML_DIMNAMES
   void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
                           at::TensorOptions options, at::DimnameList) {
     set(i, sizes, strides, options);
@@ -39,6 +46,7 @@ struct Structured final : Meta {
                               at::TensorOptions options, at::DimnameList) {
     set(i, sizes, strides, options);
   }
+#endif
   const at::Tensor& maybe_get_output(int64_t) override { return out_; }
 
   OutKind kind_;
@@ -71,9 +79,11 @@ struct Structured final : Meta {
         break;
     }
     if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) {
+#ifdef VKML_DIMNAMES
       if constexpr (requires(Meta& m) { m.Meta::set_output_raw_strided(i, sizes, strides, options, at::DimnameList{}); })
         Meta::set_output_raw_strided(i, sizes, strides, options, at::DimnameList{});
       else
+#endif
         Meta::set_output_raw_strided(i, sizes, strides, options);
     }
   }
