@@ -36,6 +36,9 @@ PC_BEGIN(ReduceParams)
   u32 ndims;   // kept dims | reduced dims << 8
   i32 kshape[4]; i32 kstride[4];
   i32 rshape[4]; i32 rstride[4];
+  u64 partials;  // two passes (graph/families/reduce.h): values (8 bytes each), then u32 indices
+  u32 pass;      // 0: one pass; 1: chunks -> partials; 2: partials -> out
+  u32 parts;     // partials per output
 PC_END(ReduceParams)
 #endif
 
@@ -47,8 +50,9 @@ PC_BEGIN(GemmParams)
   u32 M; u32 N; u32 K; u32 batch;
   i32 sc[3]; i32 sa[3]; i32 sb[3]; i32 sbias[3];
   u32 dtypes;  // c | a << 8 | b << 16 | bias << 24
-  u32 pad_;
+  u32 parts;   // K chunks (graph/families/gemm.h): 1, or OP_GEMM writes partials, OP_GEMM_SUM sums them
   u64 alpha; u64 beta;  // raw scalars as in EwParams
+  u64 partials;  // [batch * parts + part][M][N] values in the compute type, 8 bytes each
 PC_END(GemmParams)
 #endif
 
@@ -59,6 +63,9 @@ PC_BEGIN(SoftmaxParams)
   u64 t0; u64 t1; u64 t2;
   u32 outer; u32 D; u32 inner; u32 dtypes;  // t0 | t1 << 8 | t2 << 16
   i32 s0[3]; i32 s1[3]; i32 s2[3];
+  u64 partials;  // long rows (graph/families/softmax.h): (a, b) per chunk, then (a, b) per row
+  u32 pass;      // 0: one pass; 1: chunk partials; 2: row totals; 3: outputs per chunk
+  u32 parts;     // chunks per row
 PC_END(SoftmaxParams)
 #endif
 
@@ -73,7 +80,12 @@ PC_BEGIN(NllParams)
   i32 s_target;
   i32 s_weight;
   u32 pad_;
+  u64 asserts;    // the device's assert record (csrc/graph/device_assert.h), for OP_NLL_CHECK
+  u64 partials;   // many samples (graph/families/nll.h): (loss, weight) per chunk, then first-bad indices
+  u32 pass;       // 0: one workgroup; 1: per chunk; 2: the chunks combined
+  u32 parts;      // chunks
 PC_END(NllParams)
+#define NLL_TARGET_ASSERT 5u  // csrc/graph/device_assert.h kTargetOutOfBounds
 #endif
 
 #ifdef __cplusplus

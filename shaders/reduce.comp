@@ -78,33 +78,22 @@ void finish(uint k, T v, uint idx) {
   store_T(pc.dst + uint64_t(k) * dsize(dto), dto, v);
 }
 
-void main() {
-  uint dti = (pc.dtypes >> 8) & 0xffu;
-  uint64_t esz = uint64_t(dsize(dti));
-  uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);
-  if (groups < uint64_t(pc.n_out)) {  // one invocation per output, sequential
-    uint64_t k = global_index();
-    if (k >= uint64_t(pc.n_out)) return;
-    uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
-    T acc = identity();
-    uint idx = 0xffffffffu;
-    for (uint r = 0u; r < pc.n_red; ++r)
-      combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
-    finish(uint(k), acc, idx);
-    return;
-  }
-  uint64_t k = group_index();
-  if (k >= uint64_t(pc.n_out)) return;  // whole group: uniform
+// Two-pass reductions (pc.pass 1 and 2, graph/families/reduce.h): partial j of output k is at
+// j = k * parts + chunk; values take 8 bytes in the compute type, indices 4 (after all values).
+const uint kChunk = 65536u;  // kReduceChunk
+#if defined(CT_F32)
+#define DT_PARTIAL DT_F32
+#elif defined(CT_F64)
+#define DT_PARTIAL DT_F64
+#else
+#define DT_PARTIAL DT_I64
+#endif
+uint64_t partial_val(uint64_t j) { return pc.partials + j * 8UL; }
+uint64_t partial_idx(uint64_t j) { return pc.partials + uint64_t(pc.n_out) * uint64_t(pc.parts) * 8UL + j * 4UL; }
+
+// The tree over the workgroup's 128 accumulators; the result is in s_val[0], s_idx[0].
+void tree(T acc, uint idx) {
   uint tid = gl_LocalInvocationID.x;
-  uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
-  T acc = identity();
-  uint idx = 0xffffffffu;
-  for (uint r0 = 0u; r0 < pc.n_red; r0 += 128u * kUnroll) {
-    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-      uint r = r0 + u * 128u + tid;
-      if (r < pc.n_red) combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
-    }
-  }
   s_val[tid] = acc;
   s_idx[tid] = idx;
   barrier();
@@ -118,5 +107,70 @@ void main() {
     }
     barrier();
   }
+}
+
+// Pass 2: output k from its partials, in order.
+void combine_partials(uint64_t k) {
+  uint tid = gl_LocalInvocationID.x;
+  T acc = identity();
+  uint idx = 0xffffffffu;
+  uint64_t j0 = k * uint64_t(pc.parts);
+  for (uint p0 = 0u; p0 < pc.parts; p0 += 128u * kUnroll) {
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint p = p0 + u * 128u + tid;
+      if (p < pc.parts)
+        combine(acc, idx, load_T(partial_val(j0 + p), DT_PARTIAL), ld_word(partial_idx(j0 + p)));
+    }
+  }
+  tree(acc, idx);
   if (tid == 0u) finish(uint(k), s_val[0], s_idx[0]);
+}
+
+void main() {
+  uint dti = (pc.dtypes >> 8) & 0xffu;
+  uint64_t esz = uint64_t(dsize(dti));
+  uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);
+  if (pc.pass == 2u) {
+    uint64_t k = group_index();
+    if (k < uint64_t(pc.n_out)) combine_partials(k);
+    return;
+  }
+  if (pc.pass == 0u && groups < uint64_t(pc.n_out)) {  // one invocation per output, sequential
+    uint64_t k = global_index();
+    if (k >= uint64_t(pc.n_out)) return;
+    uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
+    T acc = identity();
+    uint idx = 0xffffffffu;
+    for (uint r = 0u; r < pc.n_red; ++r)
+      combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+    finish(uint(k), acc, idx);
+    return;
+  }
+  // one workgroup per output (pass 0) or per chunk of an output's row (pass 1)
+  uint64_t g = group_index();
+  uint64_t k = pc.pass == 1u ? g / uint64_t(pc.parts) : g;
+  if (k >= uint64_t(pc.n_out)) return;  // whole group: uniform
+  uint lo = 0u, hi = pc.n_red;
+  if (pc.pass == 1u) {
+    lo = uint(g % uint64_t(pc.parts)) * kChunk;
+    hi = min(pc.n_red - lo, kChunk) + lo;
+  }
+  uint tid = gl_LocalInvocationID.x;
+  uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
+  T acc = identity();
+  uint idx = 0xffffffffu;
+  for (uint r0 = lo; r0 < hi; r0 += 128u * kUnroll) {
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint r = r0 + u * 128u + tid;
+      if (r < hi) combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+    }
+  }
+  tree(acc, idx);
+  if (tid != 0u) return;
+  if (pc.pass == 1u) {
+    store_T(partial_val(g), DT_PARTIAL, s_val[0]);
+    st_word(partial_idx(g), s_idx[0]);
+  } else {
+    finish(uint(k), s_val[0], s_idx[0]);
+  }
 }

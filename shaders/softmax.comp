@@ -1,6 +1,7 @@
 // variants: f32 f64
 // log_softmax / softmax and their backwards over rows of length D in an [outer, D, inner] view.
-// One workgroup per row; max-subtracted; fixed-order tree sums.
+// One workgroup per row (rows over 65536: per chunk, then per row, then per chunk: passes 1-3);
+// max-subtracted; fixed-order tree sums.
 #version 460
 #define PC_SOFTMAX
 #include "common.glsl"
@@ -23,9 +24,28 @@ T group_reduce(T v, bool is_max) {
   return r;
 }
 
+// Long rows (pc.pass 1-3, graph/families/softmax.h): chunk j = row * parts + chunk has the pair
+// (a, b) at partials + 16 j; row totals follow all chunks' pairs. Values in the compute type.
+const uint kChunk = 65536u;  // kSoftmaxChunk
+#if defined(CT_F64)
+#define DT_PARTIAL DT_F64
+#else
+#define DT_PARTIAL DT_F32
+#endif
+uint64_t pair_at(uint64_t j) { return pc.partials + j * 16UL; }
+void put_pair(uint64_t j, T a, T b) {
+  store_T(pair_at(j), DT_PARTIAL, a);
+  store_T(pair_at(j) + 8UL, DT_PARTIAL, b);
+}
+T pair_a(uint64_t j) { return load_T(pair_at(j), DT_PARTIAL); }
+T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
+
 void main() {
-  uint64_t row = group_index();
-  if (row >= uint64_t(pc.outer) * uint64_t(pc.inner)) return;  // whole group: uniform
+  const uint64_t nrows = uint64_t(pc.outer) * uint64_t(pc.inner);
+  const bool chunked = pc.pass == 1u || pc.pass == 3u;  // one workgroup per chunk of a row
+  uint64_t gi = group_index();
+  uint64_t row = chunked ? gi / uint64_t(pc.parts) : gi;
+  if (row >= nrows) return;  // whole group: uniform
   uint tid = gl_LocalInvocationID.x;
   uint o = uint(row / uint64_t(pc.inner)), in_ = uint(row % uint64_t(pc.inner));
   uint dt0 = pc.dtypes & 0xffu, dt1 = (pc.dtypes >> 8) & 0xffu, dt2 = (pc.dtypes >> 16) & 0xffu;
@@ -34,29 +54,71 @@ void main() {
   uint64_t b1 = pc.t1 + uint64_t((int64_t(o) * pc.s1[0] + int64_t(in_) * pc.s1[2]) * e1);
   uint64_t b2 = pc.t2 + uint64_t((int64_t(o) * pc.s2[0] + int64_t(in_) * pc.s2[2]) * e2);
   int64_t d0 = int64_t(pc.s0[1]) * e0, d1 = int64_t(pc.s1[1]) * e1, d2 = int64_t(pc.s2[1]) * e2;
-  uint D = pc.D;
+  uint lo = 0u, hi = pc.D;  // the elements of the row this workgroup reads
+  if (chunked) {
+    lo = uint(gi % uint64_t(pc.parts)) * kChunk;
+    hi = lo + min(pc.D - lo, kChunk);
+  }
+  const uint64_t row_pair = nrows * uint64_t(pc.parts) + row;  // the row totals (pass 2 -> 3)
+  const bool fwd = OP == OP_LOG_SOFTMAX || OP == OP_SOFTMAX;
 
-  if (OP == OP_LOG_SOFTMAX || OP == OP_SOFTMAX) {
+  if (pc.pass == 2u) {  // the row's chunk partials, in order
     T m = -inf_T();
-    for (uint d = tid; d < D; d += 128u) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
-    m = group_reduce(m, true);
+    if (fwd) {
+      for (uint p = tid; p < pc.parts; p += 128u) m = max_nan(m, pair_a(row * uint64_t(pc.parts) + p));
+      m = group_reduce(m, true);
+    }
     T s = T(0);
-    for (uint d = tid; d < D; d += 128u) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
+    for (uint p = tid; p < pc.parts; p += 128u) {
+      uint64_t j = row * uint64_t(pc.parts) + p;
+      if (!fwd) s += pair_a(j);
+      else if (pair_a(j) != -inf_T() || m == -inf_T()) s += pair_b(j) * exp_T(pair_a(j) - m);  // all--inf chunks add 0
+    }
     s = group_reduce(s, false);
+    if (tid == 0u) put_pair(row_pair, m, s);
+    return;
+  }
+
+  if (fwd) {
+    T m, s;
+    if (pc.pass == 3u) {
+      m = pair_a(row_pair);
+      s = pair_b(row_pair);
+    } else {
+      m = -inf_T();
+      for (uint d = lo + tid; d < hi; d += 128u) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
+      m = group_reduce(m, true);
+      s = T(0);
+      for (uint d = lo + tid; d < hi; d += 128u) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
+      s = group_reduce(s, false);
+      if (pc.pass == 1u) {
+        if (tid == 0u) put_pair(gi, m, s);
+        return;
+      }
+    }
     T ls = log_T(s), inv = T(1) / s;
-    for (uint d = tid; d < D; d += 128u) {
+    for (uint d = lo + tid; d < hi; d += 128u) {
       T x = load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m;
       store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
     }
   } else {  // OP_LOG_SOFTMAX_BWD, OP_SOFTMAX_BWD: t1 = grad_out, t2 = forward output
     bool lsm = OP == OP_LOG_SOFTMAX_BWD;
-    T s = T(0);
-    for (uint d = tid; d < D; d += 128u) {
-      T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
-      s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
+    T s;
+    if (pc.pass == 3u) {
+      s = pair_b(row_pair);  // pass 2 stores (max, sum): the sum
+    } else {
+      s = T(0);
+      for (uint d = lo + tid; d < hi; d += 128u) {
+        T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
+        s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
+      }
+      s = group_reduce(s, false);
+      if (pc.pass == 1u) {
+        if (tid == 0u) put_pair(gi, s, T(0));
+        return;
+      }
     }
-    s = group_reduce(s, false);
-    for (uint d = tid; d < D; d += 128u) {
+    for (uint d = lo + tid; d < hi; d += 128u) {
       T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
       T y = load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
       store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? g - exp_T(y) * s : y * (g - s));

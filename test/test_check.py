@@ -121,3 +121,108 @@ def test_compare_with_flushed_reference():
     assert cmp("minimum", "float32", b(1.0), b(-1e-39), b(-0.0)).startswith("[0]")
     # a tolerance kind other than exact keeps its bound against the second reference
     assert cmp("exp", "float32", b(1.0), b(1.5), b(1.5)).startswith("[0]")
+
+
+def test_check_mode_plain_mlp_no_false_alarm():
+    """Issue 7, finding 7: unscaled randn weights give logits up to ~100; the GPU's exp underflowed
+    a little earlier than the oracle's and check mode failed in log_softmax_backward ("got 0,
+    expected 3.59713316e-42 (allowed difference 2.1029001e-45)")."""
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 20), torch.randint(0, 5, (64,))
+    a = torch.randn(20, 32, device=DEV, requires_grad=True)
+    b = torch.randn(32, 5, device=DEV, requires_grad=True)
+    s0 = stats()
+    with check_mode():
+        torch.nn.functional.cross_entropy((x.to(DEV) @ a).relu() @ b, y.to(DEV)).backward()
+        a.grad.cpu()
+    assert stats()["checked"] - s0["checked"] >= 8
+
+
+F32 = lambda *v: torch.tensor(v, dtype=torch.float32).numpy().tobytes()  # noqa: E731
+F16 = lambda *v: torch.tensor(v, dtype=torch.float16).numpy().tobytes()  # noqa: E731
+TINY = torch.finfo(torch.float32).smallest_normal
+EPS = torch.finfo(torch.float32).eps
+
+
+def _allowed(msg):
+    return float(re.search(r"allowed difference ([^)]+)\)", msg).group(1))
+
+
+def test_compare_results_that_underflow():
+    """Vulkan promises relative precision for normal results only (no DenormPreserve): a subnormal
+    result, or any partial sum of a reduction, may be flushed, each then off by less than the
+    smallest normal. So a result that underflows passes as 0; normal results of elementwise ops
+    keep their relative bound."""
+    cmp = vkml_torch._C._compare
+    # the issue's element: log_softmax_backward, 5 classes, scale ~3.3e-40
+    assert cmp("log_softmax_backward", "float32", F32(0.0), F32(3.59713316e-42), None, 5, [3.3e-40]) == ""
+    # exp(-100) = 3.7e-44: the device may return 0; exp(-87) = 1.6e-38 is normal and must be close
+    assert cmp("exp", "float32", F32(0.0), F32(3.7e-44)) == ""
+    assert cmp("exp", "float32", F32(0.0), F32(1.6e-38)).startswith("[0]")
+    assert cmp("exp", "float32", F32(1.5e-38), F32(1.6e-38)).startswith("[0]")
+    # a sum of 1000 terms: 1000 flushed partial sums at most
+    assert cmp("sum", "float32", F32(0.0), F32(900 * TINY), None, 1000, [900 * TINY]) == ""
+    assert cmp("sum", "float32", F32(0.0), F32(1100 * TINY), None, 1000, [1100 * TINY]).startswith("[0]")
+    # exact rows stay exact: a device that keeps subnormals must give the subnormal
+    assert cmp("mul", "float32", F32(0.0), F32(1e-40)).startswith("[0]")
+
+
+def test_compare_normal_values_not_loosened():
+    """For a normal result the allowed difference is the row's bound (plus n - 1 smallest normals)."""
+    cmp = vkml_torch._C._compare
+    msg = cmp("log_softmax_backward", "float32", F32(2.0), F32(1.0), None, 5, [1.0])
+    bound = 16 * EPS * (math.log2(5) + 1) * 1.0
+    assert msg.startswith("[0]") and math.isclose(_allowed(msg), bound, rel_tol=1e-8)
+    assert cmp("log_softmax_backward", "float32", F32(1.0 + 0.9 * bound), F32(1.0), None, 5, [1.0]) == ""
+    assert cmp("log_softmax_backward", "float32", F32(1.0 + 1.5 * bound), F32(1.0), None, 5, [1.0]).startswith("[0]")
+    msg = cmp("exp", "float32", F32(2.0), F32(1.0))
+    assert math.isclose(_allowed(msg), 1.1e-5, rel_tol=1e-8)
+
+
+def test_compare_at_the_top_of_the_range():
+    """A result within the tolerance of the largest finite value may round to infinity on one
+    side only; far from it, or of the other sign, infinity is still wrong."""
+    cmp = vkml_torch._C._compare
+    top = float(torch.finfo(torch.float32).max)
+    inf = float("inf")
+    assert cmp("exp", "float32", F32(inf), F32(top)) == ""
+    assert cmp("exp", "float32", F32(top), F32(inf)) == ""
+    assert cmp("exp", "float32", F32(inf), F32(1e38)).startswith("[0]")
+    assert cmp("exp", "float32", F32(-inf), F32(-top)) == ""
+    assert cmp("exp", "float32", F32(-inf), F32(top)).startswith("[0]")
+    # float16 output of a float32 sum: 65504 + its tolerance reaches the rounding point 65520
+    assert cmp("sum", "float16", F16(inf), F16(65504.0), None, 4, [65504.0]) == ""
+    assert cmp("sum", "float16", F16(inf), F16(60000.0), None, 4, [60000.0]).startswith("[0]")
+    assert cmp("add", "float32", F32(inf), F32(top)).startswith("[0]")  # exact rows: exact
+
+
+LIMITS = {  # inputs at the limits of their dtype, large logits, results that underflow
+    "log_softmax large logits": lambda d: torch.log_softmax(torch.tensor([[1e4, -1e4, 0.0, 3e4]], device=d), 1),
+    "softmax logits 100": lambda d: torch.softmax(torch.randn(16, 40, generator=torch.Generator().manual_seed(3)).to(d) * 100, 1),
+    "log_softmax backward logits 100": lambda d: torch.ops.aten._log_softmax_backward_data(
+        torch.full((8, 30), -1 / 8).to(d),
+        torch.log_softmax(torch.randn(8, 30, generator=torch.Generator().manual_seed(4)) * 100, 1).to(d), 1, torch.float32),
+    "softmax finfo.min": lambda d: torch.softmax(torch.tensor([[torch.finfo(torch.float32).min, 0.0, 1.0]], device=d), 1),
+    "exp near overflow": lambda d: torch.exp(torch.tensor([88.7, 88.72, 88.73, -87.0, -100.0, -104.0], device=d)),
+    "sigmoid extremes": lambda d: torch.sigmoid(torch.tensor([-100.0, -88.0, 88.0, 1e30, -1e30], device=d)),
+    "sum float16 near max": lambda d: torch.tensor([65504.0, 65504.0, -65504.0, 16.0], dtype=torch.float16, device=d).sum(),
+    "mean bfloat16 large": lambda d: torch.tensor([3e38, 3e38, -3e38], dtype=torch.bfloat16, device=d).mean(),
+    "mm of tiny products": lambda d: torch.full((4, 64), 1e-20, device=d) @ torch.full((64, 3), 1e-20, device=d),
+    "cross_entropy logits 1e3": lambda d: torch.nn.functional.cross_entropy(
+        torch.tensor([[1e3, -1e3, 0.0], [-1e3, 1e3, 5.0]], device=d), torch.tensor([1, 0], device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(LIMITS))
+def test_check_mode_at_the_limits(name):
+    """On the device: every node of these passes check mode (no false alarm), and the result is
+    the CPU's up to underflow and the row's tolerance."""
+    with check_mode():
+        got = LIMITS[name](DEV).cpu()
+    ref = LIMITS[name]("cpu")
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    g, r = got.double(), ref.double()
+    assert torch.equal(g.isnan(), r.isnan()), (got, ref)
+    fin = r.isfinite() & g.isfinite()
+    assert torch.equal(g[~fin & ~r.isnan()].sign(), r[~fin & ~r.isnan()].sign()), (got, ref)
+    assert torch.allclose(g[fin], r[fin], rtol=1e-2, atol=1e-30), (got, ref)

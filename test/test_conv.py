@@ -373,8 +373,9 @@ def test_errors_match_torch():
     # dtype and device mismatches: the same exception type (the message names torch's tensor types)
     e = _raises_like_cpu(F.conv2d, x, w.double(), same_message=False)
     assert "should be the same" in str(e)
-    with pytest.raises(RuntimeError, match="should be the same"):
-        F.conv2d(x.to(DEV), w)  # weight left on the CPU
+    # weight left on the CPU: torch's same-device error, as for every op (issue 7)
+    with pytest.raises(RuntimeError, match="^Expected all tensors to be on the same device, but got weight is on cpu"):
+        F.conv2d(x.to(DEV), w)
     _raises_like_cpu(F.conv2d, x.bool(), w.bool(), same_message=False)        # no bool convolution
     with pytest.raises(NotImplementedError):  # torch CPU has no backward for integers either
         A.convolution_backward_overrideable(torch.ones(1, 1, 3, 3, dtype=torch.int64, device=DEV),

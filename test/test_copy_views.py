@@ -217,3 +217,35 @@ def test_nonzero_matches_cpu(dt):
         got = torch.nonzero(t.to(DEV))
         assert got.device.type == "vkml"
         assert_exact(got.cpu(), torch.nonzero(t), what=f"nonzero of {tuple(t.shape)}")
+
+
+OVERLAP = {  # copies torch's CPU rejects: the written-to tensor overlaps its source, or itself
+    "shifted right": lambda x: x[1:].copy_(x[:-1]),
+    "shifted left": lambda x: x[:-1].copy_(x[1:]),
+    "expanded destination": lambda x: x[:1].expand(4).copy_(x[4:]),
+    "transposed onto itself": lambda x: x.view(2, 2, 2)[0].copy_(x.view(2, 2, 2)[0].t()),
+}
+
+
+@pytest.mark.parametrize("name", list(OVERLAP))
+def test_overlapping_copy_raises_as_on_cpu(name):
+    """Issue 7, finding 6: `x[1:].copy_(x[:-1])` was accepted (and raced on the GPU)."""
+    f = OVERLAP[name]
+    with pytest.raises(RuntimeError) as cpu:
+        f(torch.arange(8.0))
+    assert str(cpu.value).startswith("unsupported operation:")
+    x = torch.arange(8.0, device=DEV)
+    with pytest.raises(RuntimeError) as e:
+        f(x)
+        torch.vkml.synchronize()
+    assert str(e.value) == str(cpu.value)
+    assert_exact(x.cpu(), torch.arange(8.0))  # untouched
+
+
+def test_non_overlapping_copies_of_one_storage_work():
+    x, y = torch.arange(8.0, device=DEV), torch.arange(8.0)
+    for t in (x, y):
+        t[:4].copy_(t[4:])  # disjoint halves
+        t.copy_(t)  # the same view: nothing to do
+        t[::2].copy_(t[1::2])  # interleaved, disjoint
+    assert_exact(x.cpu(), y)

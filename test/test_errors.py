@@ -105,3 +105,31 @@ def test_memory_pressure_releases_the_cache_and_retries():
     assert torch.vkml.memory_reserved() <= heap
     del y
     torch.vkml.empty_cache()
+
+
+def test_staging_out_of_memory_releases_the_cache_and_retries():
+    """Issue 7, finding 4, scaled to the device's heap: with the heap full of freed (cached) device
+    blocks, reading a tensor back needs a staging block. Device::alloc flushed, emptied the cache
+    and retried; the staging path only flushed and raised OutOfMemoryError. On a device whose
+    staging memory is another heap (most discrete GPUs) this passes either way."""
+    props = torch.vkml.get_device_properties()
+    heap = props.total_memory
+    if heap > 8 << 30:
+        pytest.skip(f"fills the whole device heap; {heap >> 30} GiB is more than this test should hold (<= 8 GiB)")
+    torch.vkml.synchronize()
+    torch.vkml.empty_cache()
+    n = heap // 8 // 4096 * 4096  # x: the issue's 256 MiB of a 2 GiB heap
+    x = torch.empty(n, dtype=torch.uint8, device=DEV)
+    x[:8].fill_(3)
+    x[-8:].fill_(4)
+    junk_size = min(heap // 32, props.max_allocation) // 4096 * 4096
+    junk = []
+    while torch.vkml.memory_reserved() + junk_size <= heap - n // 2:
+        junk.append(torch.empty(junk_size, dtype=torch.uint8, device=DEV))
+    del junk
+    torch.vkml.synchronize()
+    assert torch.vkml.memory_reserved() + n > heap  # the staging block cannot fit beside the cache
+    y = x.cpu()  # the issue's reproducer: OutOfMemoryError before the fix
+    assert y[:8].tolist() == [3] * 8 and y[-8:].tolist() == [4] * 8
+    del x, y
+    torch.vkml.empty_cache()

@@ -35,8 +35,9 @@ def _index(device):
 def set_device(device):
     """Select the vkml device (only index 0 exists; another raises RuntimeError)."""
     i = _index(device)
-    if i != 0 and i >= device_count():
-        raise RuntimeError(f"vkml: device index {i} is out of range ({device_count()} device(s))")
+    if not 0 <= i < max(device_count(), 1):
+        raise RuntimeError(f"vkml: invalid device ordinal: the device index is out of range. "
+                           f"It must be in [0, {device_count()}), but got {i}.")
 
 
 class device:
@@ -135,7 +136,8 @@ def set_rng_state_all(new_states):
 
 
 def _is_in_bad_fork():
-    return False
+    """True in a process forked after the parent had started vkml (Vulkan cannot be used there)."""
+    return _C.is_in_bad_fork()
 
 
 def get_amp_supported_dtype():
@@ -144,8 +146,9 @@ def get_amp_supported_dtype():
 
 
 def is_initialized():
-    """Whether the device is usable (it opens on first use; there is no separate init)."""
-    return _C.is_available()
+    """Whether the device is usable (it opens on first use; there is no separate init); false in
+    a bad fork (torch.cuda's rule)."""
+    return not _C.is_in_bad_fork() and _C.is_available()
 
 
 def _lazy_init():

@@ -1,7 +1,9 @@
 // The ops every PrivateUse1 device must provide: allocation, views, resize/set_, copies, item().
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/core/op_registration/adaption.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -31,6 +33,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
                                std::optional<bool> pin, std::optional<c10::MemoryFormat> mf) {
   const auto st = c10::dtype_or_default(dtype);
   to_dtype(st, "empty");
+  if (dev) check_device_index(dev->index());
   return at::detail::empty_generic(size, allocator(), kKeys, st, mf);
 }
 
@@ -39,6 +42,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
                          std::optional<bool> pin) {
   const auto st = c10::dtype_or_default(dtype);
   to_dtype(st, "empty_strided");
+  if (dev) check_device_index(dev->index());
   return at::detail::empty_strided_generic(size, stride, allocator(), kKeys, st);
 }
 
@@ -70,6 +74,11 @@ at::Tensor& set_storage(at::Tensor& self, c10::Storage src, int64_t offset, c10:
                         c10::IntArrayRef stride) {
   TORCH_CHECK(offset >= 0, "Tensor: invalid storage offset ", offset);
   auto* impl = self.unsafeGetTensorImpl();
+  // torch's check (at::native::checkSetStorage): a CPU storage's pointer is no device address
+  TORCH_CHECK(impl->storage().is_alias_of(src) || self.storage().device() == src.device(),
+              "Attempted to set the storage of a tensor on device \"", self.storage().device(),
+              "\" to a storage on different device \"", src.device(),
+              "\".  This is no longer allowed; the devices must match.");
   if (!impl->storage().is_alias_of(src)) impl->set_storage_keep_dtype(std::move(src));
   impl->set_storage_offset(offset);
   if (stride.empty()) impl->set_sizes_contiguous(size);
@@ -127,6 +136,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   to_dtype(self.scalar_type(), "copy_");
   to_dtype(dst.scalar_type(), "copy_");
   if (dst.numel() == 0) return dst;
+  // torch's copy_ checks overlap in its TensorIterator, which it builds only after handing copies
+  // that involve another backend to _copy_from: the same checks (and early exit) as the CPU's.
+  if (dst.is_alias_of(self) && dst.storage_offset() == self.storage_offset() && dst.sizes() == self.sizes() &&
+      dst.strides() == self.strides() && dst.scalar_type() == self.scalar_type())
+    return dst;
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, self);
   if (on_vkml(self) && on_vkml(dst)) {
     copy_on_device(dst, self);
   } else if (on_vkml(dst)) {  // cpu -> vkml: convert on the CPU (its casts are the reference)
@@ -164,6 +180,9 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 // cat: one strided copy per input into its slice of the output (printing large tensors needs it).
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+  std::optional<c10::Device> common;  // torch's wrapper check (cat.out is not NoCheck)
+  c10::impl::check_and_update_common_device(common, out, "aten::cat.out", "out");
+  c10::impl::check_and_update_common_device(common, tensors, "aten::cat.out", "tensors");
   std::vector<at::Tensor> ts;
   for (const at::Tensor& t : tensors) ts.push_back(t);
   TORCH_CHECK(!ts.empty(), "torch.cat(): expected a non-empty list of Tensors");
@@ -196,13 +215,15 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
   int64_t at0 = 0;
   for (const auto& t : ts) {
     if (t.dim() == 1 && t.numel() == 0) continue;
-    copy_on_device(out.narrow(dim, at0, t.size(dim)), t.device() == out.device() ? t : t.to(out.device()));
+    copy_on_device(out.narrow(dim, at0, t.size(dim)), t);
     at0 += t.size(dim);
   }
   return out;
 }
 
 at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
+  std::optional<c10::Device> common;
+  c10::impl::check_and_update_common_device(common, tensors, "aten::cat", "tensors");
   c10::ScalarType dt = c10::ScalarType::Undefined;
   std::optional<c10::Device> dev;
   for (const at::Tensor& t : tensors) {

@@ -59,10 +59,13 @@ inline at::Tensor& into(at::Tensor& out, const at::Tensor& r) {
   return out.copy_(r);
 }
 
+[[noreturn]] void wrong_device(const at::TensorBase& t);  // aten/common.h
+
 // Returns `result` through the out= tensor when there is one; else returns `result` itself.
 inline void ret_result(Call& c, const at::Tensor& result) {
   at::Tensor out = c.out();
   if (!out.defined()) return c.ret(result);
+  if (out.device() != result.device()) wrong_device(out);  // as torch's out= kernels
   c.ret(into(out, result));
 }
 

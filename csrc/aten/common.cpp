@@ -13,6 +13,7 @@ static_assert(int(c10::ScalarType::Byte) == int(DType::u8) && int(c10::ScalarTyp
 
 Device& device() {
   Device* d = Device::get();
+  TORCH_CHECK(d || !Device::in_bad_fork(), Device::why_unavailable());
   TORCH_CHECK(d, "vkml: no Vulkan device is available: ", Device::why_unavailable());
   return *d;
 }

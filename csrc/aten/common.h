@@ -16,6 +16,10 @@ namespace vkml::aten {
 // The device, or a clear error saying why there is none.
 Device& device();
 
+// An index of a vkml device that exists (-1: the current one), else torch's kind of error:
+// "invalid device ordinal" (as CUDA's) with torch_openreg's wording (aten/devices.cpp).
+void check_device_index(int64_t index);
+
 // Raise a Result's error as the matching torch exception (OutOfMemoryError, NotImplementedError...).
 [[noreturn]] void raise(const Error& e);
 inline void check(const Result<void>& r) {
@@ -25,7 +29,13 @@ inline void check(const Result<void>& r) {
 DType to_dtype(c10::ScalarType t, const char* op);  // errors (naming op) for complex and others
 c10::ScalarType to_scalar_type(DType t);
 
+// Raises torch's same-device error for t, a tensor met where a vkml one must be (aten/devices.cpp).
+[[noreturn]] void wrong_device(const at::TensorBase& t);
+
+// The device address of t's data. Every operand address passes here, so a tensor of another
+// device (a CPU pointer is no device address) raises instead of reaching a shader.
 inline uint64_t addr_of(const at::TensorBase& t) {
+  if (C10_UNLIKELY(t.device().type() != c10::DeviceType::PrivateUse1)) wrong_device(t);
   return reinterpret_cast<uint64_t>(t.const_data_ptr());
 }
 

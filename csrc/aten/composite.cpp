@@ -184,6 +184,7 @@ void DerivedKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySe
               " results for ", dst.size(), " destination(s)");
   for (size_t i = 0; i < dst.size(); ++i) {
     const at::Tensor r = (*s)[base + i].toTensor();
+    if (dst[i].device() != r.device()) wrong_device(dst[i]);  // as torch's out= kernels
     TORCH_CHECK(c10::canCast(r.scalar_type(), dst[i].scalar_type()), "result type ", r.scalar_type(),
                 " can't be cast to the desired output type ", dst[i].scalar_type());
     into(dst[i], r);

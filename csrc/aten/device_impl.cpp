@@ -85,11 +85,13 @@ VkmlAllocator g_allocator;
 struct Guard final : c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return kType; }
-  c10::Device exchangeDevice(c10::Device d) const override { return {kType, 0}; }
-  c10::Device getDevice() const override { return {kType, 0}; }
-  void setDevice(c10::Device d) const override {
-    TORCH_CHECK(d.index() <= 0, "vkml: device index ", int(d.index()), " is out of range (1 device)");
+  // Every op that names a device passes here (factories, .to()): "vkml:1" with one device raises.
+  c10::Device exchangeDevice(c10::Device d) const override {
+    setDevice(d);
+    return {kType, 0};
   }
+  c10::Device getDevice() const override { return {kType, 0}; }
+  void setDevice(c10::Device d) const override { check_device_index(d.index()); }
   void uncheckedSetDevice(c10::Device) const noexcept override {}
   c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0)); }
   c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0)); }

@@ -246,7 +246,10 @@ void ew_where(OpId id, Call& c) {
   const c10::ScalarType rt = at::result_type(x, y);
   const c10::Device dev = x.device().type() == c10::DeviceType::PrivateUse1 ? x.device()
                         : y.device().type() == c10::DeviceType::PrivateUse1 ? y.device() : cond.device();
-  auto on_dev = [&](at::Tensor t, c10::ScalarType st) { return t.to(dev, st); };  // 0-dim CPU ones move
+  auto on_dev = [&](at::Tensor t, c10::ScalarType st) {  // 0-dim CPU ones move, as TensorIterator allows
+    if (t.device() != dev && !(t.is_cpu() && t.dim() == 0)) wrong_device(t);
+    return t.to(dev, st);
+  };
   cond = on_dev(cond, c10::ScalarType::Bool);
   x = on_dev(x, rt);
   y = on_dev(y, rt);

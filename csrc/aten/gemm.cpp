@@ -108,7 +108,14 @@ void gemm(OpId id, Call& c) {
     n.nin = 3;
     n.compute = to_dtype(result.scalar_type(), name);
     n.reduction = a2.size(-1);
-    n.args = GemmArgs{alpha, beta};
+    GemmArgs args{alpha, beta};
+    const int64_t scratch_bytes = gemm_partial_bytes(B, M, N, a2.size(-1), device().limits().max_loop_trips);
+    at::Tensor scratch;  // a split K: freed at once (later nodes run after this one)
+    if (scratch_bytes) {
+      scratch = at::empty({scratch_bytes}, a.options().dtype(c10::ScalarType::Byte));
+      args.partials = addr_of(scratch);
+    }
+    n.args = args;
     n.t[GemmArgs::c] = desc3(r2, name);
     n.t[GemmArgs::a] = desc3(a2, name);
     n.t[GemmArgs::b] = desc3(b2, name);

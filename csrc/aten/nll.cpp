@@ -60,9 +60,21 @@ Node nll_node(OpId id, Call& c, at::Tensor& self, at::Tensor& target, at::Tensor
   args.reduction = reduction == 0 && self.dim() == 1 ? 2 : reduction;
   args.ignore_index = c["ignore_index"].toInt();
   args.backward = backward;
+  auto rec = device().assert_record();  // out-of-range targets: raised at the next synchronisation
+  check(rec.ok() ? Result<void>{} : Result<void>(rec.error()));
+  args.asserts = rec.value();
   n.args = args;
   if (!backward && reduction != 0 && self.dim() == 2) n.reduction = std::max<int64_t>(1, self.size(0));
   return n;
+}
+
+// Scratch for many samples (nll.h); freed when the caller returns: later nodes run after this one.
+at::Tensor scratch_for(Node& n, const at::Tensor& self) {
+  const int64_t bytes = nll_partial_bytes(self.dim() == 2 ? self.size(0) : 1);
+  if (!bytes) return {};
+  at::Tensor s = at::empty({bytes}, self.options().dtype(c10::ScalarType::Byte));
+  std::get<NllArgs>(n.args).partials = addr_of(s);
+  return s;
 }
 
 }  // namespace
@@ -72,6 +84,7 @@ void nll_forward(OpId id, Call& c) {
   const char* name = op_info(id).name;
   at::Tensor self, target, weight;
   Node n = nll_node(id, c, self, target, weight, false);
+  const at::Tensor scratch = scratch_for(n, self);
   const bool vec = n.as<A>().reduction == 0 && self.dim() == 2;
   at::Tensor output = at::empty(vec ? std::vector<int64_t>{self.size(0)} : std::vector<int64_t>{}, self.options());
   // reduction none over an empty batch runs no node; total_weight is then 0 as on the CPU
@@ -99,6 +112,7 @@ void nll_backward(OpId id, Call& c) {
   const char* name = op_info(id).name;
   at::Tensor self, target, weight;
   Node n = nll_node(id, c, self, target, weight, true);
+  const at::Tensor scratch = scratch_for(n, self);
   at::Tensor grad_output = c.tensor("grad_output");
   at::Tensor total = c.tensor("total_weight");
   at::Tensor grad_input = at::zeros_like(self, at::MemoryFormat::Contiguous);

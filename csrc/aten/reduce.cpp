@@ -130,6 +130,13 @@ void reduce(OpId id, Call& c, bool indices) {
     n.reduction = std::max<int64_t>(1, self.numel() / std::max<int64_t>(1, result.numel()));
     ReduceArgs args;
     args.kept = int(k.sizes.size());
+    // long rows: partials in scratch (freed at once: later nodes run after this one)
+    const int64_t scratch_bytes = reduce_partial_bytes(result.numel(), self.numel() / result.numel());
+    at::Tensor scratch;
+    if (scratch_bytes) {
+      scratch = at::empty({scratch_bytes}, self.options().dtype(c10::ScalarType::Byte));
+      args.partials = addr_of(scratch);
+    }
     n.args = args;
     TensorDesc& o = n.t[ReduceArgs::out];
     o.addr = addr_of(result);

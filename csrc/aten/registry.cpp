@@ -3,8 +3,10 @@
 #include <torch/library.h>
 
 #include <memory>
+#include <string>
 
 #include "aten/call.h"
+#include "aten/devices.h"
 #include "aten/kernels.h"
 #include "aten/trace.h"
 
@@ -18,20 +20,24 @@ void internal(OpId id, Call&) {
 namespace {
 
 struct RowKernel final : c10::OperatorKernel {
-  RowKernel(OpId id, Kernel fn) : id(id), fn(fn) {}
+  RowKernel(OpId id, Kernel fn, const char* overload)
+      : id(id), fn(fn), check(torch_checks_devices(overload)), method(std::string("aten::") + overload) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     if (tracing()) trace(op, Path::native);
+    if (check) check_devices(op, *stack, method.c_str());
     Call c(op, stack);
     fn(id, c);
   }
   OpId id;
   Kernel fn;
+  bool check;
+  std::string method;
 };
 
 void register_row(torch::Library& m, OpId id, Kernel fn, std::initializer_list<const char*> overloads) {
   for (const char* name : overloads)
     m.impl(name, torch::CppFunction::makeFromBoxedKernel(
-                     c10::BoxedKernel::makeFromFunctor(std::make_unique<RowKernel>(id, fn))));
+                     c10::BoxedKernel::makeFromFunctor(std::make_unique<RowKernel>(id, fn, name))));
 }
 
 }  // namespace

@@ -48,7 +48,15 @@ void softmax(OpId id, Call& c, bool bwd) {
     n.nin = bwd ? 2 : 1;
     n.compute = to_dtype(result.scalar_type(), name);
     n.reduction = x.dim() ? x.size(dim) : 1;
-    n.args = SoftmaxArgs{bwd};
+    SoftmaxArgs args{bwd};
+    const int64_t D = x.dim() ? x.size(dim) : 1;
+    const int64_t scratch_bytes = softmax_partial_bytes(x.numel() / D, D);
+    at::Tensor scratch;  // long rows: freed at once (later nodes run after this one)
+    if (scratch_bytes) {
+      scratch = at::empty({scratch_bytes}, x.options().dtype(c10::ScalarType::Byte));
+      args.partials = addr_of(scratch);
+    }
+    n.args = args;
     n.t[SoftmaxArgs::out] = odi(result, dim, name);
     n.t[SoftmaxArgs::in] = odi(x, dim, name);
     if (bwd) n.t[SoftmaxArgs::fwd_out] = odi(y, dim, name);

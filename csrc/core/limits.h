@@ -20,6 +20,10 @@ struct Limits {
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
   // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.
   bool float_controls = false;
+  // Not a Vulkan limit, a driver's: llvmpipe (lavapipe) ends a shader invocation after 65535
+  // loop trips in all, silently. 0: no such limit. Kernels that loop over a long dimension split
+  // it (reduce, softmax, nll always; gemm's K only where this is set).
+  uint32_t max_loop_trips = 0;
 };
 
 // Vulkan 1.3 required limits (spec, "Required Limits" table).
@@ -31,6 +35,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.int64 = dev.int64;
   m.float64 = dev.float64;  // fp64 is a feature, not a limit; kept so float64 ops keep working
   m.float_controls = dev.float_controls;  // a correctness feature, kept likewise
+  m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
   return m;
 }
 

@@ -1,5 +1,12 @@
 #include "dispatch/device.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -25,16 +32,40 @@ struct Opened {
   std::string why;
 };
 
+// Fork: set in the child when the parent had started Vulkan (pthread_atfork runs for os.fork too).
+std::atomic<bool> g_vulkan_started{false}, g_had_device{false}, g_bad_fork{false};
+// A bad fork's exit skips the exit handlers registered before the fork: the driver's would tear
+// down objects through the file descriptors it shares with the parent (seen on NVIDIA: the child
+// crashed in them, and the parent's next result was wrong). on_exit passes the status; handlers
+// run in reverse order, so this one, registered last, runs first.
+void bad_fork_exit(int status, void*) {
+  std::fflush(nullptr);
+  _exit(status);
+}
+void forked_child() {
+  if (!g_vulkan_started.load()) return;
+  g_bad_fork.store(true);
+  on_exit(bad_fork_exit, nullptr);
+}
+const int g_atfork = pthread_atfork(nullptr, nullptr, forked_child);
+const std::string kBadFork =
+    "Cannot re-initialize vkml in forked subprocess. To use vkml with multiprocessing, you must use the "
+    "'spawn' start method";
+
 }  // namespace
 
 static Opened& opened();
 
-Device* Device::get() { return opened().dev; }
-const std::string& Device::why_unavailable() { return opened().why; }
-int Device::device_count() { return get() ? 1 : 0; }
+bool Device::in_bad_fork() { return g_bad_fork.load(); }
+Device* Device::get() { return in_bad_fork() ? nullptr : opened().dev; }
+const std::string& Device::why_unavailable() { return in_bad_fork() ? kBadFork : opened().why; }
+// In a bad fork the device still exists (as CUDA's count does); using it raises.
+int Device::device_count() { return in_bad_fork() ? int(g_had_device.load()) : get() ? 1 : 0; }
 
 static Opened& opened() {
   static Opened o = [] {
+    g_vulkan_started.store(true);
+    (void)g_atfork;
     Opened r;
     std::string why;
     auto devices = vk::list_devices(&why);
@@ -54,6 +85,7 @@ static Opened& opened() {
       return r;
     }
     r.dev = new Device(std::move(b.value()), index);  // lives for the process: tensors may outlive main
+    g_had_device.store(true);
     return r;
   }();
   return o;
@@ -210,12 +242,17 @@ void Device::release_completed() {
   inflight_.erase(inflight_.begin(), inflight_.begin() + ptrdiff_t(k));
 }
 
-// A host-visible block; when none is left, flushing frees the staging pending uploads hold.
+// A host-visible block. Out of memory: as alloc(), flush (frees the staging pending uploads
+// hold), give cached blocks of either kind back to the driver, try once more.
 Result<Block> Device::staging_locked(size_t bytes) {
   auto st = backend_->alloc(bytes, MemKind::staging);
-  if (st.ok()) return st;
+  if (st.ok() || st.error().code != Err::out_of_memory) return st;
+  ++alloc_retries_;
   VKML_TRY(flush_locked());
-  return backend_->alloc(bytes, MemKind::staging);
+  backend_->empty_cache();
+  st = backend_->alloc(bytes, MemKind::staging);
+  if (!st.ok() && st.error().code == Err::out_of_memory) ++ooms_;
+  return st;
 }
 
 Result<void> Device::upload(uint64_t dst, const void* src, size_t bytes) {

@@ -33,6 +33,9 @@ class Device {
   static Device* get();
   static const std::string& why_unavailable();
   static int device_count();  // never throws; 0 or 1
+  // A process forked after Vulkan was initialised cannot use it (the driver's threads and queues
+  // stay in the parent): get() is then null and why_unavailable() says so, as CUDA does.
+  static bool in_bad_fork();
 
   const DeviceInfo& info() const { return backend_->info(); }
   const Limits& limits() const { return backend_->limits(); }

@@ -27,6 +27,7 @@ enum AssertCode : uint8_t {
   kRuntimeOutOfBounds = 2,  // RuntimeError, same text (gather, scatter, index_add_)
   kIndexOutOfRange = 3,     // IndexError: index out of range in self (index_select, embedding)
   kDataOutOfBounds = 4,     // RuntimeError: INDICES element is out of DATA bounds, id=V axis_dim=S
+  kTargetOutOfBounds = 5,   // IndexError: Target V is out of bounds. (nll_loss; shaders/params.h NLL_TARGET_ASSERT)
 };
 
 inline Error assert_error(const DeviceAssert& a) {
@@ -36,6 +37,7 @@ inline Error assert_error(const DeviceAssert& a) {
     case kRuntimeOutOfBounds: return fail(Err::runtime, "index " + v + " is out of bounds for dimension " + d + " with size " + s);
     case kIndexOutOfRange: return fail(Err::index, "index out of range in self");
     case kDataOutOfBounds: return fail(Err::runtime, "INDICES element is out of DATA bounds, id=" + v + " axis_dim=" + s);
+    case kTargetOutOfBounds: return fail(Err::index, "Target " + v + " is out of bounds.");
   }
   return fail(Err::runtime, "vkml: a kernel reported unknown device assert " + std::to_string(a.code));
 }

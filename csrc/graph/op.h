@@ -1,6 +1,7 @@
 // Op identities, families and tolerances, expanded from the op table (graph/families/*.def,
 // gathered into the generated op_rows.def).
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -47,6 +48,12 @@ inline const char* tol_kind_name(TolKind k) {
   }
   return "?";
 }
+
+// The compute type's unit roundoff and smallest normal, and how tolerance bounds grow with the
+// reduction length n behind an element (one definition for check mode and the oracle's scales).
+inline double compute_eps(Compute c) { return c == Compute::f64 ? 0x1p-52 : 0x1p-23; }
+inline double compute_tiny(Compute c) { return c == Compute::f64 ? 0x1p-1022 : 0x1p-126; }
+inline double tol_growth(int64_t n) { return std::log2(double(n > 1 ? n : 1)) + 1; }
 
 #define TOL_EXACT Tol{TolKind::exact, 0, "correctly rounded in IEEE arithmetic on both sides"}
 #define TOL_DIV Tol{TolKind::ulp, 3, "Vulkan allows OpFDiv 2.5 ulp"}

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <pybind11/stl.h>
 
+#include "aten/devices.h"
 #include "aten/random.h"
 #include "aten/trace.h"
 #include "dispatch/compare.h"
@@ -45,6 +46,10 @@ void raise_if(const Result<void>& r) {
 
 Device& need() {
   Device* d = dev();
+  if (!d && Device::in_bad_fork()) {  // CUDA's wording, unprefixed (as aten raises it)
+    PyErr_SetString(PyExc_RuntimeError, Device::why_unavailable().c_str());
+    throw py::error_already_set();
+  }
   if (!d) throw_error(fail(Err::no_device, "no Vulkan device is available: " + Device::why_unavailable()));
   return *d;
 }
@@ -118,9 +123,12 @@ PYBIND11_MODULE(_C, m) {
     sigaction(SIGSEGV, &sa, nullptr);
     sigaction(SIGBUS, &sa, nullptr);
   }
-  m.def("is_available", [] { return dev() != nullptr; });
+  m.def("is_available", [] { return dev() != nullptr || Device::device_count() > 0; });  // (a bad fork: true, as CUDA)
   m.def("why_unavailable", [] { return Device::why_unavailable(); });
   m.def("device_count", [] { return Device::device_count(); });
+  m.def("is_in_bad_fork", [] { return Device::in_bad_fork(); });
+  // Whether torch device-checks an overload ("clamp_min.Tensor") before its kernel (tests).
+  m.def("torch_checks_devices", [](const std::string& o) { return aten::torch_checks_devices(o.c_str()); });
   m.def("device_index", [] { return need().index(); });
   m.def("device_info", [] {
     Device& d = need();
@@ -146,6 +154,7 @@ PYBIND11_MODULE(_C, m) {
     return r;
   });
   m.def("synchronize", [] {
+    if (Device::in_bad_fork()) need();  // raises, as torch.cuda.synchronize() does there
     if (Device* d = dev()) {
       Result<void> r;
       {
@@ -191,8 +200,10 @@ PYBIND11_MODULE(_C, m) {
   });
   // Check mode's element comparison on host bytes, for the tests: 1-d values of `dtype` under the
   // tolerance of row `op`, with an optional second (flushed-input) reference. "" when they match.
+  // n: the reduction length behind each element; scale: per-element scales of backward-error rows
+  // (as the oracle gives them; none: |reference|).
   m.def("_compare", [](const std::string& op, const std::string& dtype, py::bytes got, py::bytes ref,
-                       py::object alt) {
+                       py::object alt, int64_t n, std::vector<double> scale) {
     const OpInfo* info = nullptr;
     for (int i = 0; i < op_count(); ++i)
       if (op == op_info(OpId(i)).name) info = &op_info(OpId(i));
@@ -209,12 +220,14 @@ PYBIND11_MODULE(_C, m) {
     d.sizes[0] = int64_t(g.size() / dtype_size(d.dtype));
     d.strides[0] = 1;
     auto u = [](const std::string& b) { return reinterpret_cast<const uint8_t*>(b.data()); };
-    Mismatch m = compare(d, u(g), u(r), info->tol, compute_of(d.dtype), {}, 1, alt.is_none() ? nullptr : u(a));
+    if (!scale.empty() && int64_t(scale.size()) != d.sizes[0]) throw std::invalid_argument("_compare: one scale per element");
+    Mismatch m = compare(d, u(g), u(r), info->tol, compute_of(d.dtype), scale, n, alt.is_none() ? nullptr : u(a));
     if (!m.failed) return std::string();
-    char buf[96];
-    std::snprintf(buf, sizeof buf, ": got %.9g, expected %.9g", m.got, m.expected);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ": got %.9g, expected %.9g (allowed difference %.9g)", m.got, m.expected, m.allowed);
     return m.where + buf;
-  });
+  }, py::arg("op"), py::arg("dtype"), py::arg("got"), py::arg("ref"), py::arg("alt") = py::none(),
+     py::arg("n") = 1, py::arg("scale") = std::vector<double>{});
   // Switches change under the device lock, after what was recorded under the old ones has run.
   m.def("set_check", [](bool on) { set_switch([on](Env& e) { e.check = on; }); });
   m.def("check_enabled", [] { return env().check; });

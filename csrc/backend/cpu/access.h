@@ -119,6 +119,14 @@ inline std::string shape_str(const TensorDesc& d) {
 }
 
 // An error naming the op, every operand's sizes and dtype, and why.
+// Check mode allows backward-error rows bound * eps * growth * scale (dispatch/compare.cpp), plus
+// what flushed subnormal intermediates can add when nothing scales them up. An oracle whose op
+// scales an intermediate up adds the error that can then reach the result, as scale: this.
+inline double abs_as_scale(const Node& n, double abs_err) {
+  return abs_err / (op_info(n.op).tol.bound * compute_eps(compute_of(n.compute)) * tol_growth(n.reduction));
+}
+inline double tiny_of(const Node& n) { return compute_tiny(compute_of(n.compute)); }  // smallest normal
+
 inline Error node_error(Err code, const Node& n, const std::string& why) {
   std::string m = std::string("oracle: ") + op_info(n.op).name + ": " + why + " (";
   const int count = n.nout + n.nin > 0 ? n.nout + n.nin : kMaxOperands;  // nin/nout unset: all

@@ -60,6 +60,9 @@ Result<void> or_gemm(const Node& n, std::vector<double>* scale) {
           acc += p;
           mag += std::fabs(alpha * p);
         }
+        // a product below the smallest normal may be flushed (compare.cpp allows for the partial
+        // sums): K of them, scaled by alpha
+        mag += abs_as_scale(n, double(K) * tiny_of(n) * std::fabs(alpha));
         double r = alpha * acc;
         if (use_bias) {
           double t = beta * bias.get(bb, m, j);

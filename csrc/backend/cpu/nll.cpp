@@ -34,8 +34,8 @@ Result<void> setup(const Node& n, const TensorDesc& mat, int ti, int wi, Nll* g)
   if (n.as<NllArgs>().reduction < 0 || n.as<NllArgs>().reduction > 2) return node_error(Err::invalid, n, "nll reduction must be 0, 1 or 2");
   for (int64_t i = 0; i < g->N; ++i) {
     int64_t t = g->target_at(i);
-    if (t != n.as<NllArgs>().ignore_index && (t < 0 || t >= g->C))
-      return node_error(Err::invalid, n, "target " + std::to_string(t) + " is out of bounds");
+    if (t != n.as<NllArgs>().ignore_index && (t < 0 || t >= g->C))  // torch's error, as the GPU's check
+      return fail(Err::index, "Target " + std::to_string(t) + " is out of bounds.");
   }
   return {};
 }
@@ -67,6 +67,10 @@ Result<void> forward(const Node& n, std::vector<double>* scale) {
   if (tw.addr) store<double>(at(tw, 0), tw.dtype, red == 0 ? 0.0 : total);  // none: torch leaves 0
   if (red == 0) return {};
   if (red == 1) loss /= total, mag = total != 0 ? mag / std::fabs(total) : 0.0;
+  // the products w * x may be flushed below the smallest normal (compare.cpp allows for the
+  // partial sums); mean divides both by the total weight, which may be below 1
+  if (red == 2) mag += abs_as_scale(n, double(g.N) * tiny_of(n));
+  if (red == 1 && total != 0) mag += abs_as_scale(n, 2.0 * double(g.N) * tiny_of(n) / std::fabs(total));
   store<double>(at(out, 0), out.dtype, loss);
   if (want) (*scale)[0] = mag;
   return {};

@@ -44,8 +44,13 @@ void forward_row(bool log_sm, const double* x, int64_t D, double* y, double* sc)
 // Backward scales (our judgement; the GPU's error comes from the exp and the row sum):
 //   log_softmax_bwd: |gout_j| + exp(out_j) * (1 + |out_j|) * sum_k |gout_k|
 //                    (exp carries a relative error growing with |out_j|; the sum an absolute one)
-//   softmax_bwd:     |out_j| * (|gout_j| + sum_k |gout_k * out_k|)
-void backward_row(bool log_sm, const double* g, const double* y, int64_t D, double* gi, double* sc) {
+//                    + flush * (|sum_k gout_k| + 1): an exp(out_j) below the smallest normal may
+//                    come out 0 (Vulkan's precision holds for normal results only), times the
+//                    sum, and so may the product
+//   softmax_bwd:     |out_j| * (|gout_j| + sum_k |gout_k * out_k|) + flush * D * |out_j|: the
+//                    products gout_k * out_k may be flushed (check mode allows for the sums)
+// flush: the scale of an absolute error of one smallest normal (cpu/access.h abs_as_scale).
+void backward_row(bool log_sm, const double* g, const double* y, int64_t D, double flush, double* gi, double* sc) {
   double s = 0, sa = 0;
   for (int64_t j = 0; j < D; ++j) {
     s += log_sm ? g[j] : g[j] * y[j];
@@ -54,10 +59,10 @@ void backward_row(bool log_sm, const double* g, const double* y, int64_t D, doub
   for (int64_t j = 0; j < D; ++j) {
     if (log_sm) {
       gi[j] = g[j] - std::exp(y[j]) * s;
-      sc[j] = std::fabs(g[j]) + std::exp(y[j]) * (1 + std::fabs(y[j])) * sa;
+      sc[j] = std::fabs(g[j]) + std::exp(y[j]) * (1 + std::fabs(y[j])) * sa + flush * (std::fabs(s) + 1);
     } else {
       gi[j] = y[j] * (g[j] - s);
-      sc[j] = std::fabs(y[j]) * (std::fabs(g[j]) + sa);
+      sc[j] = std::fabs(y[j]) * (std::fabs(g[j]) + sa) + flush * double(D) * std::fabs(y[j]);
     }
   }
 }
@@ -82,6 +87,7 @@ Result<void> or_softmax(const Node& n, std::vector<double>* scale) {
   if (want) scale->assign(size_t(O * D * I), 0.0);
   Rows out{&n.t[0]}, a{&n.t[1]}, b{&n.t[2]};
   const size_t len = size_t(D);
+  const double flush = abs_as_scale(n, tiny_of(n));
   std::vector<double> x(len), y(len), r(len), sc(len);
   for (int64_t o = 0; o < O; ++o)
     for (int64_t i = 0; i < I; ++i) {
@@ -89,7 +95,7 @@ Result<void> or_softmax(const Node& n, std::vector<double>* scale) {
         x[j] = a.get(o, j, i);
         if (bwd) y[j] = b.get(o, j, i);
       }
-      if (bwd) backward_row(log_sm, x.data(), y.data(), D, r.data(), sc.data());
+      if (bwd) backward_row(log_sm, x.data(), y.data(), D, flush, r.data(), sc.data());
       else forward_row(log_sm, x.data(), D, r.data(), sc.data());
       for (int64_t j = 0; j < D; ++j) {
         store<double>(out.ptr(o, j, i), n.t[0].dtype, r[j]);

@@ -197,6 +197,7 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
                      (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
   c.max_buffer = p13.maxBufferSize;
+  if (p12.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) L.max_loop_trips = 65535;  // gallivm's loop limiter
   return {};
 }
 

@@ -1,7 +1,8 @@
-// The gemm family -> shaders/gemm.comp: 32x32 output tiles, one grid layer per batch.
+// The gemm family -> shaders/gemm.comp: 32x32 output tiles, numbered over the grid.
 #include <string>
 
 #include "backend/vulkan/lower.h"
+#include "op_codes.h"
 #include "params.h"
 #include "util/env.h"
 
@@ -69,12 +70,22 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   p.alpha = raw_scalar(args.alpha, c);
   p.beta = raw_scalar(args.beta, c);
   if (env().mutate == op_info(n.op).name && p.K > 0) p.K -= 1;  // test hook: drop the last k
-  uint64_t gx = (uint64_t(N) + kGemmTile - 1) / kGemmTile, gy = (uint64_t(M) + kGemmTile - 1) / kGemmTile;
-  if (gx > lim.max_workgroup_count[0] || gy > lim.max_workgroup_count[1] || uint64_t(B) > lim.max_workgroup_count[2])
-    return why = "too many groups", -1;
-  out[0].groups[0] = uint32_t(gx);
-  out[0].groups[1] = uint32_t(gy);
-  out[0].groups[2] = uint32_t(B);
+  // One workgroup per 32x32 tile of each batch (and K chunk), numbered over a 2-D grid: any
+  // M, N and batch fit the 65,535 groups per dimension.
+  const int64_t parts = gemm_parts(K, lim.max_loop_trips);
+  p.parts = uint32_t(parts);
+  const uint64_t tiles = ((uint64_t(N) + kGemmTile - 1) / kGemmTile) * ((uint64_t(M) + kGemmTile - 1) / kGemmTile);
+  if (!grid2(tiles * uint64_t(B) * uint64_t(parts), lim, out[0])) return why = "too many groups", -1;
+  if (parts > 1) {
+    p.partials = args.partials;
+    if (!p.partials) return why = "a split K needs its scratch", -1;
+    put(out[0], p);
+    out[1].opcode = OP_GEMM_SUM;  // then one invocation per output sums its chunks
+    if (!grid2((uint64_t(B) * uint64_t(M) * uint64_t(N) + kGroup - 1) / kGroup, lim, out[1]))
+      return why = "too many groups", -1;
+    put(out[1], p);
+    return 2;
+  }
   put(out[0], p);
   return 1;
 }

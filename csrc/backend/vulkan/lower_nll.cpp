@@ -2,10 +2,14 @@
 #include <string>
 
 #include "backend/vulkan/lower.h"
+#include "graph/device_assert.h"
+#include "op_codes.h"
 #include "params.h"
 #include "util/env.h"
 
 namespace vkml::vk {
+
+static_assert(NLL_TARGET_ASSERT == kTargetOutOfBounds, "shaders/params.h and graph/device_assert.h disagree");
 
 int lower_nll(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   if (!set_shader(out[0], "nll", compute_of(n.compute), lim, why)) return -1;
@@ -42,14 +46,40 @@ int lower_nll(const Node& n, const Limits& lim, Dispatch* out, std::string& why)
   p.s_target = int32_t(s[3]);
   p.s_weight = int32_t(s[4]);
   if (env().mutate == op_info(n.op).name && p.N > 0) p.N -= 1;  // test hook: drop the last sample
-  // forward mean/sum is one workgroup; otherwise one invocation per sample (forward none also
-  // writes total_weight, so it always runs)
-  uint64_t groups = (!bwd && p.reduction != 0) ? 1 : (uint64_t(N) + kGroup - 1) / kGroup;
-  if (bwd && groups == 0) return 0;
-  if (groups == 0) groups = 1;
-  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
-  put(out[0], p);
-  return 1;
+  const int64_t parts = nll_parts(N);
+  if (parts > 1) {
+    if (!args.partials) return why = "more than " + std::to_string(kNllChunk) + " samples need their scratch", -1;
+    p.partials = args.partials;
+    p.parts = uint32_t(parts);
+  }
+  int count = 0;
+  auto add = [&](int32_t opcode, uint32_t pass, uint64_t groups) {
+    Dispatch& d = out[count++];
+    if (count > 1) d = out[0];  // the same shader
+    if (opcode) d.opcode = opcode;
+    p.pass = pass;
+    if (!grid2(groups, lim, d)) return false;
+    put(d, p);
+    return true;
+  };
+  // forward mean/sum: one workgroup (per chunk, then one for the chunks); otherwise one invocation
+  // per sample (forward none also writes total_weight, so it always runs)
+  if (!bwd && p.reduction != 0) {
+    if (parts > 1 ? !add(0, 1, uint64_t(parts)) || !add(0, 2, 1) : !add(0, 0, 1)) return why = "too many groups", -1;
+  } else {
+    uint64_t groups = (uint64_t(N) + kGroup - 1) / kGroup;
+    if (bwd && groups == 0) return 0;
+    if (!add(0, 0, groups ? groups : 1)) return why = "too many groups", -1;
+  }
+  if (!args.asserts || N == 0) return count;
+  // Then the first out-of-range target goes into the assert block (the op itself skips such
+  // samples; the error is raised at the next synchronisation, as torch's IndexError).
+  p.asserts = args.asserts;
+  p.t3 = tgt.addr;  // the check reads the target from t3 in both directions
+  p.N = uint32_t(N);
+  if (parts > 1 ? !add(OP_NLL_CHECK, 1, uint64_t(parts)) || !add(OP_NLL_CHECK, 2, 1) : !add(OP_NLL_CHECK, 0, 1))
+    return why = "too many groups", -1;
+  return count;
 }
 
 

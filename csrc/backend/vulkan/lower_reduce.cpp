@@ -24,7 +24,8 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   int64_t n_out = 1, n_red = 1;
   for (int d = 0; d < kept; ++d) n_out *= in.sizes[d];
   for (int d = kept; d < in.ndim; ++d) n_red *= in.sizes[d];
-  if (n_out > int64_t(UINT32_MAX) || n_red > int64_t(UINT32_MAX)) return why = "more than 2^32-1 elements", -1;
+  // (a row index plus a loop step of 1024 stays inside 32 bits)
+  if (n_out > int64_t(UINT32_MAX) || n_red > int64_t(UINT32_MAX) - 2048) return why = "more than 2^32-2049 elements", -1;
   if (n_out == 0) return 0;
   pc::ReduceParams p{};
   p.dst = o.addr;
@@ -42,6 +43,20 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     if (!fits_i32(rst[0][d])) return why = "a stride does not fit 32 bits", -1;
     p.rshape[nr - 1 - d] = int32_t(rsz[d]);
     p.rstride[nr - 1 - d] = int32_t(rst[0][d]);
+  }
+  const int64_t parts = reduce_parts(n_red);
+  if (parts > 1) {  // two passes: chunks to partials, then partials to out (reduce.h)
+    const uint64_t partials = n.as<ReduceArgs>().partials;
+    if (!partials) return why = "a reduction over more than " + std::to_string(kReduceChunk) + " elements needs its scratch", -1;
+    p.partials = partials;
+    p.parts = uint32_t(parts);
+    p.pass = 1;
+    if (!grid2(uint64_t(n_out) * uint64_t(parts), lim, out[0])) return why = "too many groups", -1;
+    put(out[0], p);
+    p.pass = 2;
+    if (!grid2(uint64_t(n_out), lim, out[1])) return why = "too many groups", -1;
+    put(out[1], p);
+    return 2;
   }
   // The shader runs one invocation per output exactly when the grid has fewer groups than outputs.
   uint64_t groups = n_red <= kShortRow && n_out > 1 ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);

@@ -31,6 +31,19 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
       if (!fits_i32(n.t[k].strides[d])) return why = "a stride does not fit 32 bits", -1;
       dst[k][d] = int32_t(n.t[k].strides[d]);
     }
+  const int64_t parts = softmax_parts(int64_t(p.D));
+  if (parts > 1) {  // long rows: chunk partials, row totals, outputs (softmax.h)
+    p.partials = n.as<SoftmaxArgs>().partials;
+    if (!p.partials) return why = "rows over " + std::to_string(kSoftmaxChunk) + " elements need their scratch", -1;
+    p.parts = uint32_t(parts);
+    for (uint32_t pass = 1; pass <= 3; ++pass) {
+      Dispatch& d = out[pass - 1];
+      p.pass = pass;
+      if (!grid2(pass == 2 ? rows : rows * uint64_t(parts), lim, d)) return why = "too many groups", -1;
+      put(d, p);
+    }
+    return 3;
+  }
   if (!grid2(rows, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
   return 1;
