@@ -20,7 +20,7 @@ from . import _device  # noqa: E402
 from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "set_mutation", "flushes_subnormals", "trace"]
+           "set_eager", "flushes_subnormals", "trace"]
 
 _registered = False
 
@@ -74,4 +74,3 @@ def flushes_subnormals(dtype=torch.float32):
 set_check = _C.set_check
 check_enabled = _C.check_enabled
 set_eager = _C.set_eager
-set_mutation = _C.set_mutation
