@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -294,7 +295,7 @@ def campaign(args):
             err = {k: v for k, v in shaders.compile_stem(stem, odir, only=set(names)).items() if v}
             if err:
                 sys.exit(f"mutate: the unmutated {stem}.comp does not compile: {err}")
-            ms = mutants(stem, text)[args.start:]
+            ms = mutants(stem, text)[args.start::args.every]
             for mid, line, kind, what, mtext in ms:
                 if args.limit is not None and ran >= args.limit:
                     return
@@ -302,9 +303,11 @@ def campaign(args):
                     continue
                 src = shaders.copy_tree(os.path.join(tmp, "src"))
                 open(os.path.join(src, stem + ".comp"), "w").write(mtext)
-                mdir = os.path.join(tmp, "m")
-                for f in os.listdir(mdir) if os.path.isdir(mdir) else []:
-                    os.remove(os.path.join(mdir, f))
+                # a new directory per mutant: the pipeline cache notices a changed path, not changed files
+                prev = os.path.join(tmp, f"m{ran - 1}")
+                if os.path.isdir(prev):
+                    shutil.rmtree(prev)
+                mdir = os.path.join(tmp, f"m{ran}")
                 t0 = time.time()
                 errs = {k: v for k, v in shaders.compile_stem(stem, mdir, src, only=set(names)).items() if v}
                 rec = {"id": mid, "hash": h, "stem": stem, "line": line, "kind": kind, "what": what}
@@ -367,6 +370,8 @@ def main():
     ap.add_argument("--family", action="append", help="only this shader family (repeatable)")
     ap.add_argument("--limit", type=int, help="run at most this many mutants")
     ap.add_argument("--start", type=int, default=0, help="skip the first N mutants of each family")
+    ap.add_argument("--every", type=int, default=1, help="run every K-th mutant (a spread sample; later "
+                    "runs with another --start fill in the rest)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a mutant's tests may take")
     ap.add_argument("--results", default=RESULTS)
     ap.add_argument("--all-variants", action="store_true",

@@ -17,7 +17,6 @@ AVAILABLE = bool(vkml_torch.is_available())
 WHY = "" if AVAILABLE else vkml_torch.why_unavailable()
 INITIAL_CHECK = bool(vkml_torch.check_enabled())
 INITIAL_EAGER = os.environ.get("VKML_EAGER", "") == "1"
-INITIAL_SPIRV_DIR = os.environ.get("VKML_SPIRV_DIR", "")
 
 
 def pytest_report_header(config):
@@ -47,8 +46,9 @@ def _reset_hooks():
     yield
     if not AVAILABLE:
         return
-    if vkml_torch._C._spirv_dir() != INITIAL_SPIRV_DIR:
-        vkml_torch._C._set_spirv_dir(INITIAL_SPIRV_DIR)
+    want = os.environ.get("VKML_SPIRV_DIR", "")  # read now: scripts/mutate.py's worker sets it per mutant
+    if vkml_torch._C._spirv_dir() != want:
+        vkml_torch._C._set_spirv_dir(want)
     vkml_torch.set_check(INITIAL_CHECK)
     vkml_torch.set_eager(INITIAL_EAGER)
     torch.vkml.synchronize()  # nothing of this test may leak into the next one

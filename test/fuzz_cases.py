@@ -306,7 +306,7 @@ def fuzz_elementwise(draw, r, ov, dt):
             if ty.startswith("Optional") and draw(st.floats(0, 1)) < 0.3:
                 val = None
             elif a.name == "alpha":
-                val = draw(st.sampled_from([1, 2, -1, 0.5, 3, True]))
+                val = draw(st.sampled_from([1, 2, -1, 0.5, -4, True]))  # powers of 2: a + alpha*b exact, fused or not
             else:
                 val = draw_scalar(draw, dt)
                 if r["name"] == "clamp" and isinstance(val, float) and math.isnan(val):

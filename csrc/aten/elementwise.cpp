@@ -73,7 +73,8 @@ void emit(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int
 }  // namespace
 
 // A CPU scalar operand as torch's CPU kernels use it: integers wrap to the common dtype; add/sub
-// round it to a float16/bfloat16 common dtype first (mul/div do not: they keep it in float).
+// and the comparisons round it to a float16/bfloat16 common dtype first (mul/div do not: they keep
+// it in float; the comparisons found by the fuzzer: bfloat16 max != 3.4e38 is False on the CPU).
 Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   Scalar s = to_scalar(at::Tensor(t).item());
   switch (compute) {
@@ -83,7 +84,8 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
     case DType::i32: s.i = int64_t(int32_t(s.i)); break;
     case DType::b8: s.i = s.f != 0; break;
     case DType::f16: case DType::bf16:
-      if (id == OpId::add || id == OpId::sub) {
+      if (id == OpId::add || id == OpId::sub || id == OpId::eq || id == OpId::ne || id == OpId::lt ||
+          id == OpId::le || id == OpId::gt || id == OpId::ge) {
         float f = float(s.f);
         s.f = compute == DType::f16 ? f16_to_f32(f32_to_f16(f)) : bf16_to_f32(f32_to_bf16(f));
       }
@@ -384,7 +386,8 @@ void ew_threshold_bwd(OpId id, Call& c) {
                   .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
                   .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
   ElementwiseArgs args;
-  check_fits(c["threshold"].toScalar(), iter.common_dtype());  // torch converts it to the common dtype
+  // torch converts it to an integer common dtype with an overflow check (a float one: no check)
+  if (c10::isIntegralType(iter.common_dtype(), true)) check_fits(c["threshold"].toScalar(), iter.common_dtype());
   args.s0 = to_scalar(c["threshold"].toScalar());
   args.round_scalars = true;
   run(id, c, iter, args);

@@ -56,6 +56,9 @@ void gemm(OpId id, Call& c) {
     const at::Tensor& self = c.tensor("self");
     TORCH_CHECK(a.dim() == 2 && b.dim() == 1 && self.dim() <= 1, "vector + matrix @ vector expected, got ",
                 self.dim(), ", ", a.dim(), ", ", b.dim());
+    // torch's CPU check reads self.size(0) while formatting its message: IndexError for a 0-dim self
+    TORCH_CHECK_INDEX(self.dim() > 0 || (a.size(1) == b.size(0) && (a.size(0) == self.numel() || self.numel() == 1)),
+                      "Dimension specified as 0 but tensor has no dimensions");
     TORCH_CHECK(a.size(1) == b.size(0) && (a.size(0) == self.numel() || self.numel() == 1),
                 "size mismatch, got input (", self.dim() ? self.size(0) : 1, "), mat (", a.size(0), "x", a.size(1),
                 "), vec (", b.size(0), ")");

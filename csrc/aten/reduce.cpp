@@ -64,6 +64,8 @@ void reduce(OpId id, Call& c, bool indices) {
   std::optional<c10::ScalarType> dtype;
   if (c.has("dtype")) dtype = c["dtype"].toScalarType();
   c10::ScalarType odt = out_dtype(id, indices, self, dtype);  // torch's meta checks mean's dtype before dims
+  if (indices)  // before the dims, as torch
+    TORCH_CHECK(self.scalar_type() != c10::ScalarType::Bool, info.name, "(): does not support bool input");
   // Which dims are reduced: none given (or an empty list) means all of them.
   std::vector<bool> red(size_t(nd), false);
   bool all = true;
@@ -90,8 +92,6 @@ void reduce(OpId id, Call& c, bool indices) {
     odt = out.scalar_type();
   }
   const c10::ScalarType ct = indices ? self.scalar_type() : odt;  // the dtype the op computes in
-  if (indices)
-    TORCH_CHECK(self.scalar_type() != c10::ScalarType::Bool, info.name, "(): does not support bool input");
   check_dtype(id, to_dtype(ct, info.name));
 
   // Empty reductions that have no identity are errors, as on the CPU.
