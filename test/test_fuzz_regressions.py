@@ -89,6 +89,10 @@ REGRESSIONS = [
     ("test harness: float16 inputs into a bfloat16 grad_input round to float16 first",
      P("sigmoid_backward", "sigmoid_backward.grad_input", "float16",
        [T([1, 1], "float16"), T([], "float16", v=("pos", 0.0), seed=35)], outs={"grad_input": "bfloat16"})),
+    ("threshold_backward with a 0-dim CPU self raised 'only the second operand may be a CPU scalar' "
+     "(found by the fuzzer; fixed on main by 'CPU scalar as first elementwise operand')",
+     P("threshold_backward", "threshold_backward", "float64",
+       [T([], "float64", v=("ties", 0.0), seed=257035), T([], "float64", ("cpu",), ("normal", 1.0), 10997), 255])),
     ("threshold_backward int64 with threshold 1e30 (check_fits had no int64 case)",
      P("threshold_backward", "threshold_backward", "int64",
        [T([4, 5, 1, 3, 10, 2], "bool", ("n", 1, 2, 2), ("bool", 0.1), 1006589), T([], "int64", v=("ties", 0.0), seed=43),
@@ -113,10 +117,6 @@ OPEN_XFAIL = [
                          "result without its dtype check, vkml raises 'expected m1 and m2 to have the same dtype'",
      P("bmm", "bmm", "float16", [T([2, 3, 33], "float32", v=("normal", 0.0, "b"), seed=16620581),
                                  T([2, 33, 0], "float16", ("s", 2, 2, 2), ("wide", 1.0, "b"), 692)])),
-    ("threshold-cpu-self", "threshold_backward with a 0-dim CPU self: torch accepts a CPU scalar in either "
-                           "position, vkml raises 'only the second operand may be a CPU scalar'",
-     P("threshold_backward", "threshold_backward", "float64",
-       [T([], "float64", v=("ties", 0.0), seed=257035), T([], "float64", ("cpu",), ("normal", 1.0), 10997), 255])),
 ]
 
 
@@ -143,7 +143,6 @@ KNOWN = [
     (7, lambda p, m: _underflow(m) and ("outside" in m or "check failed" in m)),
     ("empty-gemm-dtype", lambda p, m: table_row(p["row"])["family"] == "gemm" and _empty_gemm(p)
      and "to have the same dtype" in m),
-    ("threshold-cpu-self", lambda p, m: "only the second operand may be a CPU scalar" in m),
 ]
 
 
