@@ -386,8 +386,11 @@ void ew_threshold_bwd(OpId id, Call& c) {
                   .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
                   .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
   ElementwiseArgs args;
-  // torch converts it to an integer common dtype with an overflow check (a float one: no check)
-  if (c10::isIntegralType(iter.common_dtype(), true)) check_fits(c["threshold"].toScalar(), iter.common_dtype());
+  // torch converts it to the common dtype's opmath type with an overflow check (float for
+  // float16/bfloat16: 2^31 passes there, 1e300 does not)
+  const c10::ScalarType ct = iter.common_dtype();
+  check_fits(c["threshold"].toScalar(),
+             ct == c10::ScalarType::Half || ct == c10::ScalarType::BFloat16 ? c10::ScalarType::Float : ct);
   args.s0 = to_scalar(c["threshold"].toScalar());
   args.round_scalars = true;
   run(id, c, iter, args);

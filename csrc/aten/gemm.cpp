@@ -74,6 +74,9 @@ void gemm(OpId id, Call& c) {
   check_dtype(id, to_dtype(a.scalar_type(), name));
   if (id == OpId::addmv && a.numel() == 0) {  // as torch's CPU: zeros [M] for beta 0, else beta * self as shaped
     const at::Tensor& self = c.tensor("self");
+    TORCH_CHECK(self.scalar_type() == a.scalar_type() && a.scalar_type() == b.scalar_type(),
+                "addmv input tensors must have the same dtype, but got ", self.scalar_type(), ", ", a.scalar_type(),
+                ", and ", b.scalar_type());
     const c10::Scalar beta = c["beta"].toScalar();
     at::Tensor r = beta.toDouble() == 0 ? at::zeros({a.size(0)}, self.options()) : at::mul(self, beta);
     if (c.inplace()) return c.ret(self.copy_(r));
