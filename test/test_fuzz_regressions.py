@@ -162,6 +162,20 @@ def _underflow(msg):
     return (g < tiny or e < tiny) and g != e
 
 
+def _exp_underflows(p):
+    """An exp argument of the case lies where float32's exp is subnormal (about -103.3 to -87.3): the
+    CPU gives a subnormal, this GPU 0 (finding 7); for the softmax rows the arguments are the
+    (log-)softmax outputs and inputs."""
+    if table_row(p["row"])["family"] != "softmax" and p["row"] != "exp":
+        return False
+    for a in build(p).args:
+        if hasattr(a, "base") and a.base.dtype.is_floating_point:
+            x = a.cpu().double()
+            if bool(((x > -104) & (x < -87.3)).any()):
+                return True
+    return False
+
+
 def _empty_gemm(p):
     return any(isinstance(a, dict) and "T" in a and 0 in a["T"] for a in p["args"])
 
@@ -169,7 +183,7 @@ def _empty_gemm(p):
 # (tag, predicate(params, message)): the failures known_finding() attributes.
 KNOWN = [
     (5, lambda p, m: p["row"] in ("nll_loss", "cross_entropy") and "out of bounds" in m),
-    (7, lambda p, m: _underflow(m) and ("outside" in m or "check failed" in m)),
+    (7, lambda p, m: (_underflow(m) or _exp_underflows(p)) and ("outside" in m or "check failed" in m)),
     ("empty-gemm-dtype", lambda p, m: table_row(p["row"])["family"] == "gemm" and _empty_gemm(p)
      and "to have the same dtype" in m),
 ]
