@@ -137,6 +137,12 @@ OPEN_XFAIL = [
                               "values as they are, so check mode reports inf vs NaN",
      P("mean", "mean.out", "float64", [T([3, 23, 5, 2, 1, 3], "float64", ("e", [2]), ("wide", 0.0, "b")), None, True],
        outs={"out": "float16"})),
+    ("harness-wide-out-eps", "test harness, not vkml: a float32 log written to a float64 out= is judged with "
+                             "float64's eps (helpers._judge takes eps from the output dtype), while the row's "
+                             "bound is for the float32 computation; torch CPU's and vkml's float32 logs differ "
+                             "by an ulp, inside TOL_LOG. _judge needs the compute dtype",
+     P("log", "log.out", "float32", [T([4, 5, 4, 5, 2, 2], "float32", v=("normal", 0.0, "b"), seed=6)],
+       outs={"out": "float64"})),
     ("addmv-empty-broadcast", "addmv with a (1,) self broadcast over an empty (0, k) mat raises 'The expanded "
                               "size of the tensor (1) must match the existing size (0)'; torch returns beta * self",
      P("addmv", "addmv", "float32", [T([1], "float32", ("e", [0]), ("normal", 0.5, "b"), 30276),
@@ -203,6 +209,8 @@ def _narrower_compute(p):
 
 
 KNOWN += [
+    ("harness-wide-out-eps", lambda p, m: "outside" in m and "float64" in p.get("outs", {}).values()
+     and all(a["dt"] != "float64" for a in p["args"] if isinstance(a, dict) and "T" in a)),
     ("reduce-narrow-compute", lambda p, m: _reduce_check(p, m) and _narrower_compute(p)),
     ("oracle-f64-sum", lambda p, m: _reduce_check(p, m) and "from float64[" in m and "output 0 float64" in m),
     ("addmv-empty-broadcast", lambda p, m: p["row"] == "addmv" and "The expanded size of the tensor" in m),
