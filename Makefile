@@ -17,11 +17,18 @@ TESTS ?= test
 # The second pass runs with VKML_CHECK=1 VKML_MIN_SPEC=1; narrow it with e.g. CHECK_TESTS="-m check test".
 CHECK_TESTS ?= test
 BENCH_ARGS ?=
+# The part of the suite `make test` also runs under the Khronos validation layer (core and
+# synchronization validation; `make validate` runs all of it, with GPU-assisted validation too).
+VALIDATE_TESTS ?= test/test_lazy.py test/test_copy_views.py test/test_check.py test/test_training.py \
+                  test/test_fuzz.py
+FUZZ_CASES ?= 10000
+FUZZ_ARGS ?=
+MUTATE_ARGS ?=
 
 APT_PKGS := mesa-vulkan-drivers libvulkan-dev libvulkan-volk-dev glslc spirv-tools vulkan-tools \
-            ninja-build ccache
+            ninja-build ccache vulkan-validationlayers
 # Installed after torch, never together with it (so nothing can pull a different torch).
-PY_PKGS := numpy pybind11 pytest expecttest scikit-learn ninja setuptools wheel
+PY_PKGS := numpy pybind11 pytest expecttest scikit-learn ninja setuptools wheel hypothesis
 
 BUILD := build
 comma := ,
@@ -42,12 +49,16 @@ CCACHE_PATH := $(if $(wildcard /usr/lib/ccache),/usr/lib/ccache:,)
 BUILD_ENV := PATH="$(CCACHE_PATH)$$PATH:$(abspath $(VENV))/bin" MAX_JOBS=$(MAX_JOBS) \
              TORCH_DEVICE_BACKEND_AUTOLOAD=0
 
-.PHONY: help setup apt venv build rebuild ext demo test layering pytest bench clean distclean FORCE
+.PHONY: help setup apt venv build rebuild ext demo test layering pytest validation validate fuzz mutate bench \
+        clean distclean FORCE
 
 help:
 	@echo "make demo    train a small MLP on the best device (sets everything up first)"
 	@echo "make test    layering check + pytest, then pytest again with VKML_CHECK=1 VKML_MIN_SPEC=1"
 	@echo "make build   set up and (re)build the extension (pip install -e .) if its sources changed"
+	@echo "make validate  the whole suite under the Khronos validation layer, GPU-assisted validation too"
+	@echo "make fuzz    $(FUZZ_CASES) fuzz cases of every op row against torch CPU and the oracle"
+	@echo "make mutate  the shader mutation campaign (resumable; MUTATE_ARGS=\"--family reduce --limit 20\")"
 	@echo "make bench   bench/bench_ops.py \$$BENCH_ARGS (e.g. BENCH_ARGS=--full)"
 	@echo "make clean   remove build outputs (distclean also removes $(VENV))"
 	@echo "make wheel   build dist/vkml_torch-*.whl; make smoke installs it into a fresh venv and checks it"
@@ -60,7 +71,7 @@ build: setup
 demo: setup
 	$(VPY) -m vkml_torch.demo
 
-test: layering setup pytest
+test: layering setup pytest validation
 
 layering:
 	@$(PYTHON) scripts/check_layering.py
@@ -75,6 +86,21 @@ pytest: setup
 	echo "VKML_CHECK=1 VKML_MIN_SPEC=1 $(VPY) -m pytest $(PYTEST_ARGS) $(CHECK_TESTS)"; \
 	VKML_CHECK=1 VKML_MIN_SPEC=1 $(VPY) -m pytest $(PYTEST_ARGS) $(CHECK_TESTS) || rc=1; \
 	exit $$rc
+
+# A slice of the suite under the validation layer: any message fails make test.
+validation: setup
+	$(VPY) scripts/vkvalidate.py -- $(VPY) -m pytest $(PYTEST_ARGS) $(VALIDATE_TESTS)
+
+# The whole suite, both passes, under core + synchronization + GPU-assisted validation.
+validate: setup
+	$(VPY) scripts/vkvalidate.py --gpu-av -- $(VPY) -m pytest $(PYTEST_ARGS) $(TESTS)
+	VKML_CHECK=1 VKML_MIN_SPEC=1 $(VPY) scripts/vkvalidate.py --gpu-av -- $(VPY) -m pytest $(PYTEST_ARGS) $(CHECK_TESTS)
+
+fuzz: setup
+	$(VPY) scripts/fuzz.py --cases $(FUZZ_CASES) $(FUZZ_ARGS)
+
+mutate: setup
+	$(VPY) scripts/mutate.py $(MUTATE_ARGS)
 
 bench: setup
 	$(VPY) bench/bench_ops.py $(BENCH_ARGS)

@@ -50,7 +50,6 @@ void main() {
   const uint dts = g.dtypes & 0xffu, dtb = (g.dtypes >> 8) & 0xffu, dtw = (g.dtypes >> 16) & 0xffu;
   const uint dtbias = g.dtypes >> 24;
   const uint64_t es = uint64_t(dsize(dts)), eb = uint64_t(dsize(dtb)), ew = uint64_t(dsize(dtw));
-  const bool drop = (g.flags & CONV_MUTATE) != 0u;
   const int cg0 = c0 / groups;
   T acc = T(0);
 
@@ -60,7 +59,7 @@ void main() {
     split(e, c0, ps, n, a, o);
     const int grp = a / cg0;
     const ivec3 i0 = o * st - pad;  // B position of k = 0
-    for (int bl = 0; bl < c1 - (drop ? 1 : 0); ++bl) {
+    for (int bl = 0; bl < c1; ++bl) {
       const int b = grp * c1 + bl;
       for (int k0 = 0; k0 < ks.x; ++k0) {
         const int ix = i0.x + k0 * dil.x;
@@ -86,7 +85,7 @@ void main() {
     split(e, c1 * groups, pb, n, b, i);
     const int grp = b / c1, bl = b % c1;
     const ivec3 t0 = i + pad;  // o * stride = t0 - k * dil
-    for (int aa = 0; aa < cg0 - (drop ? 1 : 0); ++aa) {
+    for (int aa = 0; aa < cg0; ++aa) {
       const int a = grp * cg0 + aa;
       for (int k0 = 0; k0 < ks.x; ++k0) {
         const int tx = t0.x - k0 * dil.x;

@@ -12,7 +12,6 @@
 namespace vkml::pc {
 #endif
 
-#define CONV_MUTATE 1u      // VKML_MUTATE test hook: drop the last term of every sum
 #define CONV_SEQUENTIAL 2u  // conv_wgrad.comp: an invocation (not a workgroup) per result element
 #define CONV_TREE_MIN 256u  // terms per element from which a workgroup shares an element's sum
 
@@ -26,7 +25,7 @@ PB_BEGIN(ConvGeom)
   i32 st_s[8]; i32 st_b[8]; i32 st_w[8];
   i32 st_bias;
   u32 dtypes;  // S | B << 8 | W << 16 | bias << 24
-  u32 flags;   // CONV_MUTATE, CONV_SEQUENTIAL
+  u32 flags;   // CONV_SEQUENTIAL
   u32 pad_;
 PB_END(ConvGeom)
 

@@ -36,7 +36,6 @@ void main() {
   const uint64_t es = uint64_t(dsize(dts)), eb = uint64_t(dsize(dtb)), ew = uint64_t(dsize(dtw));
   // terms: (n, o) over [N, Ps], o innermost; the lowering keeps the count below 2^32 - 128
   uint terms = uint(nb) * uint(ps.x) * uint(ps.y) * uint(ps.z);
-  if ((g.flags & CONV_MUTATE) != 0u && terms > 0u) terms -= 1u;
   const uint per_n = uint(ps.x) * uint(ps.y) * uint(ps.z);
   T acc = T(0);
 

@@ -116,7 +116,6 @@ void main() {
     }
     case OP_MASKED_FILL: r = nonzero(b) ? alpha : a; break;  // a = self, b = mask, alpha = value
     case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
-    case OP_EW_MUTANT: r = (pc.a != 0UL ? a : alpha) + T(1); break;  // VKML_MUTATE test hook
   }
   if (dto != dtc) r = round_T(r, dtc);
   store_T(pc.dst + oo, dto, r);

@@ -91,12 +91,11 @@ bool self_of(uint j, bool rep, out int64_t off) {
   return true;
 }
 
-bool mutated() { return (P.flags & IX_MUTATE) != 0u; }
 
 // ---- gathers and puts ---------------------------------------------------------------------------
 void gather(uint j) {
   int64_t so;
-  uint src = mutated() ? (j + 1u) % P.numel : j;
+  uint src = j;
   if (!self_of(src, true, so)) return;
   uint sz = esz(P.slot_self);
   st_raw(elem(P.slot_other, other_of(j)), ld_bits(elem(P.slot_self, so), sz), sz);
@@ -145,7 +144,7 @@ void put(uint j) {
   uint s = ld_w(P.slot_of, uint64_t(j));
   if (s == IX_NO_SLOT || ld_w(P.aux, uint64_t(s)) != j + 1u) return;
   uint sz = esz(P.slot_self);
-  uint src = mutated() ? (j + 1u) % P.numel : j;
+  uint src = j;
   uint64_t bits = (P.flags & IX_SCALAR) != 0u ? P.value : ld_bits(elem(P.slot_other, other_of(src)), sz);
   st_raw(elem(P.slot_self, int64_t(dest_of(s))), bits, sz);
 }
@@ -282,7 +281,6 @@ void accumulate(uint64_t sl) {
   uint64_t list = P.list + uint64_t(start) * 4UL;
   sort_list(list, n);
   uint cnt = n;
-  if (mutated()) n -= 1u;  // test hook: the last contribution is lost
   uint dts = P.dt[P.slot_self], dtv = P.dt[P.slot_other];
   T a = from_raw(P.value);  // alpha in the compute type
 #if defined(CT_I64)
@@ -340,12 +338,12 @@ void nz_write(uint64_t g, bool coords) {
       uint rem = lin;
       for (uint d = 0u; d < P.ndim; ++d) {
         uint n = P.shape[d];
-        int64_t c = int64_t(rem % n) + (mutated() && d == 0u ? 1L : 0L);
+        int64_t c = int64_t(rem % n);
         rem /= n;
         st_u64(P.addr[0] + (row * uint64_t(P.ndim) + uint64_t(P.ndim - 1u - d)) * 8UL, uint64_t(c));
       }
     } else {  // out [total] = the indexed tensor (strides st_self) where the mask is set
-      uint src = mutated() ? (lin + 1u) % P.numel : lin;
+      uint src = lin;
       uint rem = src;
       int64_t so = 0L;
       for (uint d = 0u; d < P.ndim; ++d) {

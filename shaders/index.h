@@ -12,7 +12,6 @@ namespace vkml::pc {
 #define IX_SCALAR 2u     // put: write value_bits, there is no values operand
 #define IX_SKIP 4u       // accumulate: contributions whose raw index equals `skip` are left out
 #define IX_BY_FREQ 8u    // accumulate: each contribution scaled by 1 / (its destination's count)
-#define IX_MUTATE 16u    // VKML_MUTATE test hook: a deliberately wrong result
 #define IX_DIRECT 32u    // slot = destination (no hash table): used when D is small
 #define IX_SUMS_WIDE 64u // sums are int64 (nonzero) rather than uint32 (the slot counts)
 #define IX_MAX_IDX 8

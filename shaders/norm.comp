@@ -95,7 +95,6 @@ const uint kUnroll = 4u;  // elements per loop trip (llvmpipe caps an invocation
 
 // ---- forward ----------------------------------------------------------------------------------
 void forward(uint g, uint R) {
-  const bool mutant = OP == OP_EW_MUTANT;  // VKML_MUTATE test hook: a wrong result on purpose
   const T eps = from_raw(p.eps);
   T mean, rstd;
   uint a, c, s;
@@ -155,7 +154,7 @@ void forward(uint g, uint R) {
         locate(g, r, a, c, s);
         const T w = per_channel ? wc : ld1_or(W, c, T(1)), b = per_channel ? bc : ld1_or(B, c, T(0));
         T y = (ld3(X, a, c, s) - mean) * rstd * w + b;
-        st3(Y, a, c, s, mutant ? y + T(1) : y);
+        st3(Y, a, c, s, y);
       }
     }
 }
@@ -171,7 +170,6 @@ void stats_of(uint g, out T mean, out T rstd) {
 //   dx = rstd * w' * (a - sum(a) / R - xh * sum(a * xh) / R)     (w' = w per channel, else 1)
 // and eval batch norm's dx = dy * w * rstd. Per channel also dw = sum(dy * xh), db = sum(dy).
 void backward(uint g, uint R) {
-  const bool mutant = OP == OP_EW_MUTANT;
   const bool train = !per_channel || (p.flags & NORM_TRAINING) != 0u;
   T mean, rstd;
   stats_of(g, mean, rstd);
@@ -212,7 +210,7 @@ void backward(uint g, uint R) {
         } else {
           dx = ai * wg * rstd;
         }
-        st3(DX, a, c, s, mutant ? dx + T(1) : dx);
+        st3(DX, a, c, s, dx);
       }
     }
 }
@@ -254,7 +252,7 @@ void main() {
   const uint groups = per_channel ? p.C : p.A * p.G;
   if (g >= uint64_t(groups)) return;
   const uint R = per_channel ? p.A * p.S : K * p.S;
-  // OP_NORM_FWD / OP_NORM_BWD; a mutated node (OP_EW_MUTANT) says which by its flags
+  // OP_NORM_FWD / OP_NORM_BWD, or the row's opcode with the direction in the flags
   const bool bwd = OP == OP_NORM_BWD || (OP != OP_NORM_FWD && (p.flags & NORM_BACKWARD) != 0u);
   if (bwd) backward(uint(g), R);
   else forward(uint(g), R);

@@ -46,7 +46,9 @@ def _reset_hooks():
     yield
     if not AVAILABLE:
         return
-    vkml_torch.set_mutation("")
+    want = os.environ.get("VKML_SPIRV_DIR", "")  # read now: scripts/mutate.py's worker sets it per mutant
+    if vkml_torch._C._spirv_dir() != want:
+        vkml_torch._C._set_spirv_dir(want)
     vkml_torch.set_check(INITIAL_CHECK)
     vkml_torch.set_eager(INITIAL_EAGER)
     torch.vkml.synchronize()  # nothing of this test may leak into the next one

@@ -1,10 +1,15 @@
 """The case generator of every op row, gathered from test/families/<family>.py (one per family:
 GENERATORS maps the family's aten-side functions, the rows' ATEN column, to generators). A row
-whose family has no module here, or whose ATEN function no generator, fails test_ops loudly."""
+whose family has no module here, or whose ATEN function no generator, fails test_ops loudly.
+FUZZ maps aten functions to fuzz case builders (test/fuzz_cases.py); a family may leave it out,
+and its rows are then fuzzed from their generators' cases."""
 import importlib
 import os
 
 GENERATORS = {}
+FUZZ = {}
 for _f in sorted(os.listdir(os.path.join(os.path.dirname(__file__), "families"))):
     if _f.endswith(".py") and not _f.startswith("_"):
-        GENERATORS.update(importlib.import_module(f"families.{_f[:-3]}").GENERATORS)
+        _m = importlib.import_module(f"families.{_f[:-3]}")
+        GENERATORS.update(_m.GENERATORS)
+        FUZZ.update(getattr(_m, "FUZZ", {}))

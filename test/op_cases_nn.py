@@ -266,16 +266,17 @@ def _nll_scale(a):
     x, t, w, red = a[0].double(), a[1], a[2], a[3]
     x2 = x.reshape(-1, x.shape[-1]) if x.dim() else x
     t2 = t.reshape(-1)
-    wt = (w.double()[t2] if w is not None else torch.ones(t2.shape, dtype=torch.float64))
+    tsafe = torch.where(t2 == a[4], torch.zeros_like(t2), t2)  # an ignored target may be any value
+    wt = (w.double()[tsafe] if w is not None else torch.ones(t2.shape, dtype=torch.float64))
     keep = (t2 != a[4]).double()
-    tsafe = torch.where(t2 == a[4], torch.zeros_like(t2), t2)
     picked = (x2.gather(1, tsafe[:, None])[:, 0] if x2.numel() else torch.zeros(0, dtype=torch.float64))
     terms = (wt * picked).abs() * keep
     tw = (wt * keep).sum()
+    twa = (wt.abs() * keep).sum()  # a scale is a magnitude: weights may be negative
     if red == 0:
-        return [(terms.reshape(t.shape), 1), (tw, max(len(t2), 1))]
-    s = terms.sum() / (tw if red == 1 and tw != 0 else 1)
-    return [(s, max(len(t2), 1)), (tw, max(len(t2), 1))]
+        return [(terms.reshape(t.shape), 1), (twa, max(len(t2), 1))]
+    s = terms.sum() / (tw.abs() if red == 1 and tw != 0 else 1)
+    return [(s, max(len(t2), 1)), (twa, max(len(t2), 1))]
 
 
 def gen_nll(row, overload, dtype, rng, special):

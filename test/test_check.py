@@ -1,8 +1,9 @@
 """Check mode: the CPU oracle passes good kernels and catches deliberately broken ones.
 
-set_mutation(op) makes the GPU run a wrong kernel for that row; check mode must then fail loudly,
-naming the op. Without check mode the wrong answer goes through, which proves the mutation is real
-and that the oracle, not luck, is what caught it.
+A broken build of a family's shader (broken_shaders.py: every store corrupted, loaded through
+_set_spirv_dir) makes the GPU compute wrong results for that family's rows; check mode must then fail
+loudly, naming the op. Without check mode the wrong answer goes through, which proves the breakage
+is real and that the oracle, not luck, is what caught it.
 """
 import math
 import re
@@ -11,6 +12,7 @@ import pytest
 import torch
 import vkml_torch
 
+from broken_shaders import broken_dir, loaded, stem_blobs
 from helpers import DEV, assert_close_row, assert_exact, check_mode, dtype_of, resolve, row, rows, stats
 from generators import GENERATORS
 from op_cases import In, is_inplace, out_names
@@ -28,29 +30,26 @@ def test_check_passes_good_kernels():
     assert s[1].shape == (4, 3) and s[2].shape == (4,) and s[3].shape == (4, 5)
 
 
-CASES = {  # op -> (function, tolerance kind, backward-error scale and n from the CPU inputs)
-    "add": (lambda a, b: a + b, "exact", None),
-    "mm": (lambda a, b: a @ b.t(), "backward-error", lambda a, b: (a.double().abs() @ b.double().abs().t(), 5)),
-    "sum": (lambda a, b: a.sum(1), "backward-error", lambda a, b: (a.double().abs().sum(1), 5)),
+CASES = {  # op -> (function, tolerance kind, backward-error scale and n from the CPU inputs, shader)
+    "add": (lambda a, b: a + b, "exact", None, "elementwise"),
+    "mm": (lambda a, b: a @ b.t(), "backward-error", lambda a, b: (a.double().abs() @ b.double().abs().t(), 5), "gemm"),
+    "sum": (lambda a, b: a.sum(1), "backward-error", lambda a, b: (a.double().abs().sum(1), 5), "reduce"),
 }
 
 
 @pytest.mark.parametrize("op", list(CASES))
 def test_mutation_caught(op):
-    f, kind, scale = CASES[op]
+    f, kind, scale, stem = CASES[op]
     a, b = torch.randn(6, 5), torch.randn(6, 5)
     want = f(a, b)
     vkml_torch.set_check(False)  # VKML_CHECK=1 runs start with it on; conftest restores it
-    vkml_torch.set_mutation(op)
-    try:
+    with loaded(broken_dir(stem, stem_blobs(stem, "float32"))):
         wrong = f(a.to(DEV), b.to(DEV)).cpu()  # check off: the broken kernel's answer comes back
         assert wrong.shape == want.shape
-        assert not torch.allclose(wrong, want), f"set_mutation({op!r}) changed nothing: mutation not applied"
+        assert not torch.allclose(wrong, want), f"broken {stem} shader changed nothing: not loaded"
         with pytest.raises(RuntimeError) as e:
             with check_mode():
                 f(a.to(DEV), b.to(DEV)).cpu()
-    finally:
-        vkml_torch.set_mutation("")
     msg = str(e.value)
     assert msg.startswith("vkml check failed:"), msg
     assert re.search(rf"\b{op}\b", msg), f"message does not name the op {op!r}: {msg}"
@@ -62,12 +61,12 @@ def test_mutation_caught(op):
     with check_mode():
         got = f(a.to(DEV), b.to(DEV)).cpu()
     sc, n = scale(a, b) if scale else (None, 1)
-    assert_close_row(row(op), got, want, sc, n, what="after set_mutation('')")
+    assert_close_row(row(op), got, want, sc, n, what="after the built-in shaders are back")
 
 
 def _first_case(r):
     """The first ordinary case of the row's first functional overload, in float32 if listed."""
-    dt = "float32" if "float32" in r["dtypes"] else r["dtypes"][0]
+    dt = _dtype(r)
     ov = next((o for o in r["overloads"] if not is_inplace(o) and not out_names(o)), r["overloads"][0])
     rng = torch.Generator().manual_seed(1)
     cases = GENERATORS[r["aten"]](r, ov, dtype_of(dt), rng, False)
@@ -75,9 +74,14 @@ def _first_case(r):
     return ov, (big or cases)[0]
 
 
+def _dtype(r):
+    return "float32" if "float32" in r["dtypes"] else r["dtypes"][0]
+
+
 @pytest.mark.parametrize("r", [r for r in rows() if r["overloads"]], ids=lambda r: r["name"])
-def test_every_row_mutation_caught(r):
-    """Table-driven: whatever the row, a broken kernel for it fails check mode naming it."""
+def test_every_row_broken_shader_caught(r):
+    """Table-driven: whatever the row, a broken build of its family's shader fails check mode
+    naming it."""
     ov, case = _first_case(r)
     op = resolve(ov)
 
@@ -89,16 +93,33 @@ def test_every_row_mutation_caught(r):
         res = res if isinstance(res, (tuple, list)) else [res]
         return [t.cpu() for t in res]
 
-    vkml_torch.set_mutation(r["name"])
-    try:
+    with loaded(broken_dir(r["family"], stem_blobs(r["family"], _dtype(r)))):
         with pytest.raises(RuntimeError, match=r"^vkml check failed:") as e:
             with check_mode():
                 call(DEV)
-    finally:
-        vkml_torch.set_mutation("")
     assert r["name"] in str(e.value), str(e.value)
     with check_mode():
-        call(DEV)  # unmutated: passes
+        call(DEV)  # the built-in shader again: passes
+
+
+def test_spirv_dir_rebuild_is_bitwise_the_build():
+    """scripts/shaders.py, which builds the broken shaders and scripts/mutate.py's mutants, compiles
+    exactly what setup.py embedded (same bytes), and loading its output changes no result."""
+    import glob
+    import os
+    import tempfile
+    from broken_shaders import shaders
+    x = torch.randn(300, 7)
+    want = torch.log_softmax(x.to(DEV), 1).cpu()
+    with tempfile.TemporaryDirectory() as d:
+        assert not any(shaders.compile_stem("softmax", d).values())
+        for name, _, _ in shaders.blobs(open(os.path.join(shaders.SHADERS, "softmax.comp")).read(), "softmax"):
+            built = glob.glob(os.path.join(shaders.GEN, "spv", f"{name}.*.spv"))
+            assert len(built) == 1, f"setup.py left {built} for {name}"
+            assert open(built[0], "rb").read() == open(os.path.join(d, name + ".spv"), "rb").read(), name
+        with loaded(d):
+            got = torch.log_softmax(x.to(DEV), 1).cpu()
+    assert_exact(got, want)
 
 
 def test_compare_with_flushed_reference():

@@ -107,7 +107,10 @@ def test_cpu_fallback_warns_once():
     assert n == 1, f"expected exactly one fallback warning naming cumsum, got {n}: {warns} / {err[-500:]}"
 
 
-def test_check_and_mutate_env():
+def test_check_and_spirv_dir_env():
+    """VKML_SPIRV_DIR loads the SPIR-V found there instead of the built-in blobs: a broken
+    elementwise shader (broken_shaders.py) makes check mode fail; without the variable it passes."""
+    from broken_shaders import broken_dir, stem_blobs
     code = """
         import json, torch, vkml_torch
         a = torch.randn(4, 4)
@@ -116,7 +119,7 @@ def test_check_and_mutate_env():
         except RuntimeError as e:
             print(json.dumps([vkml_torch.check_enabled(), str(e)]))
     """
-    out, _ = run(code, VKML_CHECK="1", VKML_MUTATE="add")
+    out, _ = run(code, VKML_CHECK="1", VKML_SPIRV_DIR=broken_dir("elementwise", stem_blobs("elementwise", "float32")))
     assert out[0] is True
     assert out[1].startswith("vkml check failed:") and "add" in out[1], out[1]
     out, _ = run(code, VKML_CHECK="1")

@@ -91,15 +91,19 @@ def _untouched(got_base, ref_base, view, what):
     assert_exact(g, r, what=what)
 
 
-def _upcast(case):
+def _upcast(case, common=None):
     """The case with float16/bfloat16 tensors, dtype arguments and outs widened to float32.
 
     torch CPU computes some narrow-dtype ops (log_softmax) with narrow intermediates and is less
     accurate than the contract (compute in float32, round once), so for inexact rows the
-    reference is torch CPU in float32, rounded to the narrow dtype.
+    reference is torch CPU in float32, rounded to the narrow dtype. common: the elementwise
+    result's narrow dtype, if any: an input of another dtype (a 0-dim float16 next to bfloat16, an
+    int16 next to float16) is first converted to it, as TensorIterator converts inputs to the
+    common dtype (found by the fuzzer); bool inputs stay (masks and conditions are not converted).
     """
     w = lambda d: torch.float32 if d in NARROW else d  # noqa: E731
-    args = [In(a.base.to(w(a.base.dtype)), a.view, a.keep_cpu) if isinstance(a, In)
+    cv = lambda t: t.to(common) if common is not None and t.dtype not in (common, torch.bool) else t  # noqa: E731
+    args = [In(cv(a.base).to(w(cv(a.base).dtype)), a.view, a.keep_cpu) if isinstance(a, In)
             else w(a) if isinstance(a, torch.dtype) else a for a in case.args]
     kwargs = {k: w(v) if isinstance(v, torch.dtype) else v for k, v in case.kwargs.items()}
     return dataclasses.replace(case, args=args, kwargs=kwargs, outs={k: w(d) for k, d in case.outs.items()})
@@ -119,8 +123,14 @@ def _narrow_ref(row, overload, case, ref, ref_base):
     stepwise = bool(dts & set(NARROW_STEPWISE.get(row["name"], ())))
     if (row["tol_kind"] == "exact" and not stepwise) or not narrow:
         return ref, ref_base
-    wide, wide_base = _invoke(resolve(overload), overload, _upcast(case), "cpu")
-    ref = [w.to(r.dtype) for w, r in zip(wide, ref)]
+    common = None
+    if row["family"] == "elementwise":  # the computation's common dtype (0-dim operands count less)
+        ins = [a.cpu() for a in case.args if isinstance(a, In) and a.base.dtype != torch.bool]
+        common = torch.result_type(*ins[:2]) if len(ins) == 2 else ins[0].dtype if len(ins) == 1 else None
+        common = common if common in NARROW else None
+    wide, wide_base = _invoke(resolve(overload), overload, _upcast(case, common), "cpu")
+    # rounded to the common dtype first where the output is another one, as TensorIterator does
+    ref = [(w.to(common) if common is not None else w).to(r.dtype) for w, r in zip(wide, ref)]
     if ref_base is not None:
         ref_base = (wide_base[0].to(ref_base[0].dtype), ref_base[1])
     return ref, ref_base

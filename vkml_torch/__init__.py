@@ -24,7 +24,7 @@ from . import _device  # noqa: E402
 from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "set_mutation", "flushes_subnormals", "trace"]
+           "set_eager", "flushes_subnormals", "trace"]
 
 _registered = False
 
@@ -96,8 +96,3 @@ def set_eager(on):
     """Eager mode on or off, as VKML_EAGER=1 sets it at start: submit and wait after every op."""
     _C.set_eager(bool(on))
 
-
-def set_mutation(op):
-    """Test hook, as VKML_MUTATE: the GPU runs a deliberately wrong kernel for the op-table row `op`
-    ("" for none), so that tests can show check mode catches it."""
-    _C.set_mutation(op)

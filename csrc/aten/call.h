@@ -61,11 +61,19 @@ inline at::Tensor& into(at::Tensor& out, const at::Tensor& r) {
 
 [[noreturn]] void wrong_device(const at::TensorBase& t);  // aten/common.h
 
-// Returns `result` through the out= tensor when there is one; else returns `result` itself.
+// torch's structured out= kernels take an out tensor of the result's dtype only (their resize_out).
+inline void check_out_dtype(const at::Tensor& out, const at::Tensor& result) {
+  TORCH_CHECK(out.scalar_type() == result.scalar_type(), "Expected out tensor to have dtype ", result.dtype(),
+              ", but got ", out.dtype(), " instead");
+}
+
+// Returns `result` through the out= tensor when there is one (on the result's device and of its
+// dtype, as torch's structured out= kernels require); else returns `result` itself.
 inline void ret_result(Call& c, const at::Tensor& result) {
   at::Tensor out = c.out();
   if (!out.defined()) return c.ret(result);
   if (out.device() != result.device()) wrong_device(out);  // as torch's out= kernels
+  check_out_dtype(out, result);
   c.ret(into(out, result));
 }
 

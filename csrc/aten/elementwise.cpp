@@ -74,7 +74,8 @@ void emit(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int
 }  // namespace
 
 // A CPU scalar operand as torch's CPU kernels use it: integers wrap to the common dtype; add/sub
-// round it to a float16/bfloat16 common dtype first (mul/div do not: they keep it in float).
+// and the comparisons round it to a float16/bfloat16 common dtype first (mul/div do not: they keep
+// it in float; the comparisons found by the fuzzer: bfloat16 max != 3.4e38 is False on the CPU).
 Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   Scalar s = to_scalar(at::Tensor(t).item());
   switch (compute) {
@@ -84,7 +85,8 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
     case DType::i32: s.i = int64_t(int32_t(s.i)); break;
     case DType::b8: s.i = s.f != 0; break;
     case DType::f16: case DType::bf16:
-      if (id == OpId::add || id == OpId::sub) {
+      if (id == OpId::add || id == OpId::sub || id == OpId::eq || id == OpId::ne || id == OpId::lt ||
+          id == OpId::le || id == OpId::gt || id == OpId::ge) {
         float f = float(s.f);
         s.f = compute == DType::f16 ? f16_to_f32(f32_to_f16(f)) : bf16_to_f32(f32_to_bf16(f));
       }
@@ -160,6 +162,7 @@ void check_fits(const c10::Scalar& v, c10::ScalarType t) {
     case c10::ScalarType::Char: (void)v.toChar(); break;
     case c10::ScalarType::Short: (void)v.toShort(); break;
     case c10::ScalarType::Int: (void)v.toInt(); break;
+    case c10::ScalarType::Long: (void)v.toLong(); break;
     default: break;
   }
 }
@@ -200,13 +203,23 @@ at::Tensor out_of(Call& c) { return c.inplace() ? c.tensor("self") : c.out(); }
 
 }  // namespace
 
+// A fill value as the dtype holds it: for bool any nonzero value (NaN too) is true, as torch's
+// conversion (to_scalar would truncate 0.5 to 0).
+static Scalar fill_value(const c10::Scalar& v, c10::ScalarType t) {
+  if (t != c10::ScalarType::Bool) return to_scalar(v);
+  const bool b = v.isBoolean() ? v.toBool() : v.isIntegral(false) ? v.toLong() != 0 : !(v.toDouble() == 0.0);
+  return Scalar{b ? 1.0 : 0.0, b ? 1 : 0};
+}
+
 void ew_fill(OpId id, Call& c) {
   at::Tensor self = c.tensor("self");
   ElementwiseArgs args;
   if (c.has("value")) {
     const c10::Scalar v = c["value"].toScalar();
-    if (self.numel() != 1) check_fits(v, self.scalar_type());  // torch's 1-element fast path skips it
-    args.s0 = to_scalar(v);
+    // torch's 1-element fast path skips the overflow check for floating dtypes (measured: a
+    // 1-element float16 fill_(1e5) gives inf), never for integer ones
+    if (self.numel() != 1 || !c10::isFloatingType(self.scalar_type())) check_fits(v, self.scalar_type());
+    args.s0 = fill_value(v, self.scalar_type());
   }
   auto iter = at::TensorIteratorConfig().add_output(self).resize_outputs(false).check_all_same_dtype(false).build();
   emit_elementwise(id, iter, to_dtype(self.scalar_type(), "fill_"), args);
@@ -232,7 +245,7 @@ void ew_masked_fill(OpId id, Call& c) {
   auto iter = at::TensorIteratorConfig().set_check_mem_overlap(false).check_all_same_dtype(false)
                   .resize_outputs(false).add_output(self).add_const_input(self).add_const_input(mask).build();
   ElementwiseArgs args;
-  args.s0 = to_scalar(v);
+  args.s0 = fill_value(v, self.scalar_type());
   emit_elementwise(id, iter, to_dtype(self.scalar_type(), "masked_fill_"), args);
   c.ret(self);
 }
@@ -241,6 +254,11 @@ void ew_masked_fill(OpId id, Call& c) {
 void ew_where(OpId id, Call& c) {
   at::Tensor cond = c.tensor("condition");
   at::Tensor x = c.tensor("self"), y = c.tensor("other");
+  if (cond.scalar_type() == c10::ScalarType::Byte) {  // deprecated, still accepted by torch 2.13
+    TORCH_WARN_ONCE("where received a uint8 condition tensor. This behavior is deprecated and will be removed "
+                    "in a future version of PyTorch. Use a boolean condition instead.");
+    cond = cond.to(c10::ScalarType::Bool);
+  }
   TORCH_CHECK(cond.scalar_type() == c10::ScalarType::Bool,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
   const c10::ScalarType rt = at::result_type(x, y);
@@ -271,15 +289,15 @@ void ew_where(OpId id, Call& c) {
   c.ret(o.defined() ? o : dst);
 }
 
-// torch's clamp meta: integer self promotes with the bounds (not in place).
+// torch's clamp meta: integer self promotes with the bounds (not in place); clamp_min and
+// clamp_max too (measured on torch 2.13: clamp_max(int16 tensor, 2.5) is float32).
 void ew_clamp(OpId id, Call& c) {
   at::Tensor self = c.tensor("self");
   const std::optional<c10::Scalar> lo = c.has("min") ? std::optional(c["min"].toScalar()) : std::nullopt;
   const std::optional<c10::Scalar> hi = c.has("max") ? std::optional(c["max"].toScalar()) : std::nullopt;
   TORCH_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
   c10::ScalarType rt = self.scalar_type();
-  const bool promotes = c.schema.name() == "aten::clamp" || c.schema.name() == "aten::clamp_";  // not _min/_max
-  if (!c10::isFloatingType(rt) && promotes) {
+  if (!c10::isFloatingType(rt)) {
     at::native::ResultTypeState st{};
     st = at::native::update_result_type_state(self, st);
     if (lo) st = at::native::update_result_type_state(*lo, st);
@@ -368,6 +386,11 @@ void ew_threshold_bwd(OpId id, Call& c) {
                   .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
                   .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
   ElementwiseArgs args;
+  // torch converts it to the common dtype's opmath type with an overflow check (float for
+  // float16/bfloat16: 2^31 passes there, 1e300 does not)
+  const c10::ScalarType ct = iter.common_dtype();
+  check_fits(c["threshold"].toScalar(),
+             ct == c10::ScalarType::Half || ct == c10::ScalarType::BFloat16 ? c10::ScalarType::Float : ct);
   args.s0 = to_scalar(c["threshold"].toScalar());
   args.round_scalars = true;
   run(id, c, iter, args);

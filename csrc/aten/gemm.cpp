@@ -56,6 +56,9 @@ void gemm(OpId id, Call& c) {
     const at::Tensor& self = c.tensor("self");
     TORCH_CHECK(a.dim() == 2 && b.dim() == 1 && self.dim() <= 1, "vector + matrix @ vector expected, got ",
                 self.dim(), ", ", a.dim(), ", ", b.dim());
+    // torch's CPU check reads self.size(0) while formatting its message: IndexError for a 0-dim self
+    TORCH_CHECK_INDEX(self.dim() > 0 || (a.size(1) == b.size(0) && (a.size(0) == self.numel() || self.numel() == 1)),
+                      "Dimension specified as 0 but tensor has no dimensions");
     TORCH_CHECK(a.size(1) == b.size(0) && (a.size(0) == self.numel() || self.numel() == 1),
                 "size mismatch, got input (", self.dim() ? self.size(0) : 1, "), mat (", a.size(0), "x", a.size(1),
                 "), vec (", b.size(0), ")");
@@ -71,6 +74,9 @@ void gemm(OpId id, Call& c) {
   check_dtype(id, to_dtype(a.scalar_type(), name));
   if (id == OpId::addmv && a.numel() == 0) {  // as torch's CPU: zeros [M] for beta 0, else beta * self as shaped
     const at::Tensor& self = c.tensor("self");
+    TORCH_CHECK(self.scalar_type() == a.scalar_type() && a.scalar_type() == b.scalar_type(),
+                "addmv input tensors must have the same dtype, but got ", self.scalar_type(), ", ", a.scalar_type(),
+                ", and ", b.scalar_type());
     const c10::Scalar beta = c["beta"].toScalar();
     at::Tensor r = beta.toDouble() == 0 ? at::zeros({a.size(0)}, self.options()) : at::mul(self, beta);
     if (c.inplace()) return c.ret(self.copy_(r));
@@ -91,6 +97,11 @@ void gemm(OpId id, Call& c) {
     alpha = to_scalar(c["alpha"].toScalar());
     beta = to_scalar(c["beta"].toScalar());
     bias = id == OpId::addmv ? bias.expand({M}).unsqueeze(1) : bias.expand(shape2);
+    // torch's CPU BLAS path (float32, float64) skips A@B when alpha is 0, so NaN and Inf there do
+    // not propagate (its float16/bfloat16 loop multiplies, measured on torch 2.13; narrow dtypes
+    // follow the float32 computation here, as everywhere). K = 0 does the same, on the GPU and
+    // in the oracle alike.
+    if (alpha.f == 0) a2 = a2.narrow(-1, 0, 0), b2 = b2.narrow(-2, 0, 0);
   }
   at::Tensor result = c.inplace() ? c.tensor("self") : c.out();
   if (!result.defined()) {

@@ -100,6 +100,8 @@ void nll_forward(OpId id, Call& c) {
   at::Tensor out = c.out();
   if (out.defined()) {  // nll_loss_forward.output(..., *, output, total_weight)
     at::Tensor tw = c.tensor("total_weight");
+    check_out_dtype(out, output);
+    check_out_dtype(tw, total);
     into(out, output);
     into(tw, total);
     return c.ret(out, tw);

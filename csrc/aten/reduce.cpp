@@ -56,7 +56,16 @@ c10::ScalarType out_dtype(OpId id, bool indices, const at::Tensor& self, std::op
 void reduce(OpId id, Call& c, bool indices) {
   const OpInfo& info = op_info(id);
   at::Tensor self = c.tensor("self");
+  const at::Tensor out = c.out();
   const int64_t nd = self.dim();
+  if (out.defined() && (id == OpId::amax || id == OpId::amin))  // torch's amax/amin meta, before dims
+    TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
+                self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
+  std::optional<c10::ScalarType> dtype;
+  if (c.has("dtype")) dtype = c["dtype"].toScalarType();
+  c10::ScalarType odt = out_dtype(id, indices, self, dtype);  // torch's meta checks mean's dtype before dims
+  if (indices)  // before the dims, as torch
+    TORCH_CHECK(self.scalar_type() != c10::ScalarType::Bool, info.name, "(): does not support bool input");
   // Which dims are reduced: none given (or an empty list) means all of them.
   std::vector<bool> red(size_t(nd), false);
   bool all = true;
@@ -74,9 +83,14 @@ void reduce(OpId id, Call& c, bool indices) {
   }
   if (all) std::fill(red.begin(), red.end(), true);
   const bool keepdim = c.has("keepdim") && c["keepdim"].toBool();
-  std::optional<c10::ScalarType> dtype;
-  if (c.has("dtype")) dtype = c["dtype"].toScalarType();
-  const c10::ScalarType odt = out_dtype(id, indices, self, dtype);
+
+  // sum/mean into an out tensor without dtype= compute in the out tensor's dtype, as torch's
+  // infer_dtype_from_optional (after mean's check of the input dtype above)
+  if (out.defined() && !dtype && (id == OpId::sum || id == OpId::mean)) {
+    TORCH_CHECK(id != OpId::mean || c10::canCast(odt, out.scalar_type()), "result type ", odt,
+                " can't be cast to the desired output type ", out.scalar_type());
+    odt = out.scalar_type();
+  }
   const c10::ScalarType ct = indices ? self.scalar_type() : odt;  // the dtype the op computes in
   check_dtype(id, to_dtype(ct, info.name));
 
@@ -161,11 +175,6 @@ void reduce(OpId id, Call& c, bool indices) {
       t.strides[o.ndim] = 1;
     }
     record(n);
-  }
-  at::Tensor out = c.out();
-  if (out.defined()) {
-    TORCH_CHECK(out.scalar_type() == odt || !c.has("dtype"), "Expected out tensor to have dtype ",
-                c10::toString(odt), ", but got ", c10::toString(out.scalar_type()), " instead");
   }
   ret_result(c, result);
 }

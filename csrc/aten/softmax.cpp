@@ -33,7 +33,10 @@ void softmax(OpId id, Call& c, bool bwd) {
   c10::ScalarType odt = x.scalar_type();
   if (bwd) {
     y = c.tensor("output").contiguous();
-    odt = c["input_dtype"].toScalarType();
+    // torch's meta: the result has grad_output's dtype; input_dtype only matters for the
+    // half-to-float case (float grad, half input), which torch's CPU kernel rejects
+    TORCH_CHECK(!(x.scalar_type() == c10::ScalarType::Float && c["input_dtype"].toScalarType() == c10::ScalarType::Half),
+                "softmax backward with half to float conversion is not supported on vkml");
     TORCH_CHECK(y.sizes() == x.sizes(), name, ": grad_output and output shapes differ");
   } else {
     TORCH_CHECK(!c["half_to_float"].toBool(),

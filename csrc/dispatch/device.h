@@ -72,7 +72,7 @@ class Device {
   Result<uint64_t> assert_record();
 
   // Runs f(env()) under the device lock once everything pending has run (the switches check,
-  // eager and mutate change how nodes are recorded and lowered).
+  // eager and the SPIR-V directory change how nodes are recorded and lowered).
   template <class F>
   Result<void> with_switches(F f) {
     std::lock_guard<std::recursive_mutex> g(mu_);

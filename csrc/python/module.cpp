@@ -233,7 +233,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("check_enabled", [] { return env().check; });
   m.def("set_eager", [](bool on) { set_switch([on](Env& e) { e.eager = on; }); });
   m.def("eager_enabled", [] { return env().eager; });
-  m.def("set_mutation", [](const std::string& op) { set_switch([op](Env& e) { e.mutate = op; }); });
+  // Load <blob>.spv from `path` instead of the built-in SPIR-V ("" = built-in): broken shaders
+  // for the check-mode tests and scripts/mutate.py. Pipelines made before are not reused once the
+  // path changes (files changed under the same path are not noticed: use a new directory).
+  m.def("_set_spirv_dir", [](const std::string& path) { set_switch([path](Env& e) { e.spirv_dir = path; }); });
+  m.def("_spirv_dir", [] { return env().spirv_dir; });
   m.def("_trace_begin", [] { aten::set_tracing(true); });
   m.def("_trace_end", [] { aten::set_tracing(false); });
   m.def("_trace_reset", [] { aten::trace_reset(); });

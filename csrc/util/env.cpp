@@ -24,7 +24,7 @@ Env read() {
   e.device = integer("VKML_DEVICE", -1);
   e.max_pending = integer("VKML_MAX_PENDING", 4096);
   if (e.max_pending < 1) e.max_pending = 1;
-  if (const char* m = std::getenv("VKML_MUTATE")) e.mutate = m;
+  if (const char* d = std::getenv("VKML_SPIRV_DIR")) e.spirv_dir = d;
   return e;
 }
 }  // namespace

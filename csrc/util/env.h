@@ -13,7 +13,8 @@ struct Env {
   int max_pending = 4096;     // VKML_MAX_PENDING: flush when this many nodes are pending
   bool trace = false;         // VKML_TRACE=1: log each aten op reaching vkml once (path taken), counts at exit
   bool crash_trace = false;   // VKML_CRASH_TRACE=1: print the native stack on SIGSEGV/SIGBUS
-  std::string mutate;         // VKML_MUTATE=op: test hook, runs a wrong kernel for `op` on purpose
+  std::string spirv_dir;      // VKML_SPIRV_DIR=path: <blob>.spv files there replace the built-in SPIR-V
+                             // (scripts/mutate.py and the check-mode tests load broken shaders so)
 };
 
 // Mutable so tests can toggle check/eager at run time through the Python module.

@@ -1,4 +1,5 @@
 """Test parameters of the elementwise family: a case generator per aten-side function (ATEN column)."""
+from fuzz_cases import fuzz_elementwise
 from op_cases import (gen_binary, gen_clamp, gen_compare, gen_fill, gen_grad_bwd, gen_masked_fill,
                       gen_threshold_bwd, gen_unary, gen_where)
 
@@ -8,3 +9,6 @@ GENERATORS = {
     "ew_threshold_bwd": gen_threshold_bwd, "ew_grad_bwd": gen_grad_bwd, "ew_masked_fill": gen_masked_fill,
     "ew_clamp": gen_clamp, "ew_where": gen_where, "ew_fill": gen_fill,
 }
+
+# Fuzz case builders (test/test_fuzz.py); a function missing here is fuzzed from GENERATORS' cases.
+FUZZ = {a: fuzz_elementwise for a in GENERATORS}

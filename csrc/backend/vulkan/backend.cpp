@@ -238,13 +238,16 @@ class VulkanBackend final : public Backend {
       return fail(Err::invalid, std::string("push constants of ") + std::to_string(d.pc_size) +
                                     " bytes exceed 128 (op " + op + ")");
     const auto& fn = dev_->fn;
-    // Runs of one op are the common case: reuse the last pipeline, and bind only on a change.
-    if (d.opcode != last_opcode_ || std::memcmp(d.shader, last_shader_, sizeof last_shader_) != 0) {
+    // Runs of one op are the common case: reuse the last pipeline, and bind only on a change
+    // (of op, shader, or the SPIR-V directory a test loads broken shaders from).
+    const uint64_t gen = pipes_.generation();
+    if (d.opcode != last_opcode_ || gen != last_gen_ || std::memcmp(d.shader, last_shader_, sizeof last_shader_) != 0) {
       std::string shader(d.shader, strnlen(d.shader, sizeof d.shader));
       auto p = pipes_.get(shader, d.opcode);
       if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
       last_pipe_ = *p;
       last_opcode_ = d.opcode;
+      last_gen_ = gen;
       std::memcpy(last_shader_, d.shader, sizeof last_shader_);
       bound_ = VK_NULL_HANDLE;
     }
@@ -272,6 +275,7 @@ class VulkanBackend final : public Backend {
   // The pipeline of the last dispatch recorded, and the one bound in the current command buffer.
   char last_shader_[sizeof(Dispatch::shader)] = {};
   int32_t last_opcode_ = -1;
+  uint64_t last_gen_ = 0;
   VkPipeline last_pipe_ = VK_NULL_HANDLE, bound_ = VK_NULL_HANDLE;
 
   std::unique_ptr<Device> dev_;  // first: destroyed last

@@ -1,5 +1,5 @@
 // Graph node -> shader dispatches: the row's family lowering fills the dispatches (shader blob,
-// push constants, grid); this file adds the row's opcode and the VKML_MUTATE hook.
+// push constants, grid); this file adds the row's opcode.
 #include "backend/vulkan/lower.h"
 
 #include <cstdio>
@@ -8,7 +8,6 @@
 
 #include "backend/vulkan/spirv.h"
 #include "op_codes.h"
-#include "util/env.h"
 
 namespace vkml::vk {
 
@@ -67,24 +66,6 @@ constexpr LowerFn kLower[] = {
 #undef VKML_LOWER_FN
 };
 
-// Opcode a mutated node runs instead (VKML_MUTATE): a sibling whose result differs.
-int32_t mutant(int32_t op) {
-  switch (op) {
-    case OP_SUM: return OP_MEAN;
-    case OP_MEAN: return OP_SUM;
-    case OP_AMAX: return OP_AMIN;
-    case OP_AMIN: return OP_AMAX;
-    case OP_ARGMAX: return OP_ARGMIN;
-    case OP_ARGMIN: return OP_ARGMAX;
-    case OP_LOG_SOFTMAX: return OP_SOFTMAX;
-    case OP_SOFTMAX: return OP_LOG_SOFTMAX;
-    case OP_LOG_SOFTMAX_BWD: return OP_SOFTMAX_BWD;
-    case OP_SOFTMAX_BWD: return OP_LOG_SOFTMAX_BWD;
-    case OP_GEMM: case OP_NLL_FWD: case OP_NLL_BWD: return op;  // mutated through K / N instead
-    default: return OP_EW_MUTANT;
-  }
-}
-
 std::string describe(const Node& n) {
   std::string s = std::string("op '") + op_info(n.op).name + "' (";
   for (int k = 0; k < n.nout + n.nin && k < kMaxOperands; ++k) {
@@ -102,8 +83,7 @@ int build(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   for (int i = 0; i < kMaxDispatchesPerNode; ++i) out[i].reset();
   const int count = kLower[unsigned(op_info(n.op).family)](n, lim, out, why);
   if (count < 0) return count;
-  int32_t code = opcode_of(n.op);
-  if (env().mutate == op_info(n.op).name) code = mutant(code);
+  const int32_t code = opcode_of(n.op);
   for (int i = 0; i < count; ++i) {
     if (out[i].opcode == kRowOpcode) out[i].opcode = code;
     if (!out[i].shader[0] && i > 0) std::memcpy(out[i].shader, out[0].shader, sizeof out[i].shader);

@@ -98,7 +98,6 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     p.w = w->addr;
     p.bias = has_bias ? bias.addr : 0;
   }
-  if (env().mutate == op_info(n.op).name) g.flags |= CONV_MUTATE;
 
   const uint64_t count = uint64_t(res.numel());
   p.count = count;

@@ -116,8 +116,7 @@ int lower_index(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
   p.error = a.error;
   p.skip = a.skip;
   p.flags = (a.wrap ? IX_WRAP : 0u) | (a.scalar_value ? IX_SCALAR : 0u) | (a.has_skip ? IX_SKIP : 0u) |
-            (a.by_freq ? IX_BY_FREQ : 0u) | (a.direct ? IX_DIRECT : 0u) |
-            (env().mutate == op_info(n.op).name ? IX_MUTATE : 0u);
+            (a.by_freq ? IX_BY_FREQ : 0u) | (a.direct ? IX_DIRECT : 0u);
   const Compute moves = Compute::i64;  // bits and integers only: any dtype, float64 without fp64
   p.value = mode == Mode::accum ? raw_scalar(a.alpha, compute_of(n.compute)) : a.value_bits;
   const uint64_t m_groups = (uint64_t(numel) + kGroup - 1) / kGroup;

@@ -3,6 +3,12 @@
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/spirv.h"
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "util/env.h"
+
 namespace vkml::vk {
 
 Pipelines::Pipelines(Device& d) : d_(d) {}
@@ -10,6 +16,8 @@ Pipelines::Pipelines(Device& d) : d_(d) {}
 Pipelines::~Pipelines() {
   for (auto& [k, p] : pipelines_) d_.fn.vkDestroyPipeline(d_.dev, p, nullptr);
   for (auto& [k, m] : modules_) d_.fn.vkDestroyShaderModule(d_.dev, m, nullptr);
+  for (VkPipeline p : retired_pipelines_) d_.fn.vkDestroyPipeline(d_.dev, p, nullptr);
+  for (VkShaderModule m : retired_modules_) d_.fn.vkDestroyShaderModule(d_.dev, m, nullptr);
   if (layout_) d_.fn.vkDestroyPipelineLayout(d_.dev, layout_, nullptr);
 }
 
@@ -26,8 +34,38 @@ Result<void> Pipelines::init() {
   return {};
 }
 
+namespace {
+// <dir>/<shader>.spv as words, or empty when there is no such file.
+std::vector<uint32_t> read_spv(const std::string& dir, const std::string& shader) {
+  std::ifstream f(dir + "/" + shader + ".spv", std::ios::binary);
+  if (!f) return {};
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint32_t> words(bytes.size() / 4);
+  if (!words.empty()) std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  return words;
+}
+}  // namespace
+
+void Pipelines::refresh_locked() {
+  if (env().spirv_dir == dir_) return;
+  // a test switched shader sets (set_switch waited for the GPU first)
+  for (auto& [k, p] : pipelines_) retired_pipelines_.push_back(p);
+  for (auto& [k, m] : modules_) retired_modules_.push_back(m);
+  pipelines_.clear();
+  modules_.clear();
+  dir_ = env().spirv_dir;
+  ++generation_;
+}
+
+uint64_t Pipelines::generation() {
+  std::lock_guard<std::mutex> lk(mu_);
+  refresh_locked();
+  return generation_;
+}
+
 Result<VkPipeline> Pipelines::get(const std::string& shader, int32_t opcode) {
   std::lock_guard<std::mutex> lk(mu_);
+  refresh_locked();
   auto key = std::make_pair(shader, opcode);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
 
@@ -35,7 +73,8 @@ Result<VkPipeline> Pipelines::get(const std::string& shader, int32_t opcode) {
   if (auto it = modules_.find(shader); it != modules_.end()) {
     mod = it->second;
   } else {
-    std::span<const uint32_t> code = spirv(shader.c_str());
+    std::vector<uint32_t> file = dir_.empty() ? std::vector<uint32_t>() : read_spv(dir_, shader);
+    std::span<const uint32_t> code = file.empty() ? spirv(shader.c_str()) : std::span<const uint32_t>(file);
     if (code.empty()) return fail(Err::unsupported, "no SPIR-V blob named '" + shader + "' was built in");
     VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mi.codeSize = code.size() * 4;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "util/result.h"
 
@@ -28,6 +29,9 @@ class Pipelines {
   VkPipelineLayout layout() const { return layout_; }
   // The pipeline of SPIR-V blob `shader` with specialization constant 0 = opcode.
   Result<VkPipeline> get(const std::string& shader, int32_t opcode);
+  // Bumped whenever VKML_SPIRV_DIR changed since the last call (the cache is then retired): a
+  // caller that keeps a pipeline across calls compares it.
+  uint64_t generation();
 
  private:
   Device& d_;
@@ -35,6 +39,13 @@ class Pipelines {
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   std::map<std::string, VkShaderModule> modules_;
   std::map<std::pair<std::string, int32_t>, VkPipeline> pipelines_;
+  // VKML_SPIRV_DIR: the directory the cached modules came from; when it changes the cache is
+  // retired (kept until destruction: a retired pipeline may still be in a recorded batch).
+  std::string dir_;
+  uint64_t generation_ = 0;
+  void refresh_locked();
+  std::vector<VkShaderModule> retired_modules_;
+  std::vector<VkPipeline> retired_pipelines_;
 };
 
 }  // namespace vkml::vk

@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+"""Mutation campaign: break each shader on purpose, one change at a time, and see whether the tests
+notice. A mutant the family's tests fail on is killed; one they pass is a survivor (a gap in the
+tests, or a change that cannot matter). See docs/testing.md.
+
+    .venv/bin/python scripts/mutate.py                      # every mutant not yet run, then the score
+    .venv/bin/python scripts/mutate.py --family reduce --limit 20
+    .venv/bin/python scripts/mutate.py --list                # the mutants, nothing run
+    .venv/bin/python scripts/mutate.py --report              # the score from the results so far
+
+Mutants (of shaders/<family>.comp, never of comments or #if/#include lines): an operator swapped
+(+ -, * /, < <=, > >=, == !=, && ||, & |, << >>, += -=, ++ --), a constant changed (n -> n+1,
+x -> 2x), an index off by one (a[i] -> a[i + 1]) and a barrier removed. Each is compiled with glslc
+on a copy of shaders/ (scripts/shaders.py, the flags setup.py uses); a mutant whose SPIR-V equals the
+original's in every blob is "same-spirv" (the compiler removed the change) and one that does not
+compile is "invalid"; neither counts. The others are loaded through VKML_SPIRV_DIR into a worker
+process that keeps torch imported and runs that family's tests with pytest -x: test_ops.py's items
+for the family's rows (only the dtypes whose compute variant the mutant changed), the family's
+other test files, and 60 fuzz cases of its rows. No C++ is rebuilt: a mutant costs its glslc runs
+(about 0.3 s a blob) plus the tests up to the first failure.
+
+Results go to build/mutate/results.jsonl, one line per mutant, keyed by the mutant and the hash of
+the source it was made from, so a run can stop at any point and the next one resumes (a changed
+shader's mutants run again). A mutant that crashes the worker or runs past --timeout is killed
+(the suite would fail), and reported as such.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import shaders  # noqa: E402
+
+ROOT = shaders.ROOT
+RESULTS = os.path.join(ROOT, "build", "mutate", "results.jsonl")
+# Other test files that exercise a family (beyond test_ops.py's items for its rows).
+FAMILY_TESTS = {
+    "elementwise": ["test/test_copy_views.py", "test/test_composite.py", "test/test_promotion.py"],
+    "reduce": ["test/test_max_dim.py", "test/test_family_sizes.py"],
+    "gemm": ["test/test_family_sizes.py"],
+    "softmax": ["test/test_softmax.py", "test/test_family_sizes.py"],
+    "nll": ["test/test_family_sizes.py"],
+}
+# Survivors looked at and found not to be gaps in the tests: (stem, start of the original line
+# (or the whole line, ending in $), mutation ("" = any), class, why). The report counts them apart from the score; a class:
+#   equivalent   no input can tell the mutant from the original (on any device, or UB that
+#                has no visible effect where it runs, said so)
+#   unreachable  code that runs only on devices lacking a feature this one has
+#   invalid-only changes behaviour only for inputs torch rejects (or that issue 7 makes rejected)
+# A survivor that is a device-dependent race (lavapipe runs a workgroup in an order that hides
+# it) is NOT listed: it stays a survivor.
+ANNOTATED = [
+    ("softmax", "layout(local_size_x = 128) in;", "128 -> 129", "equivalent",
+     "invocation 128 repeats invocation 0's elements and stores the same outputs; its partial goes "
+     "to s_red[128], past the array (undefined, unread)"),
+    ("elementwise", "layout(local_size_x = 128) in;", "128 -> 129", "equivalent",
+     "global_index() still counts 128 per group: the extra invocations recompute elements that "
+     "others compute, with the same value"),
+    ("elementwise", "for (uint d = 0u; d < pc.ndim; ++d) {", "< -> <=", "equivalent",
+     "the extra dim has stride 0 in all three operands (the push block is zeroed)"),
+    ("reduce", "uint nr = (pc.ndims >> 8) & 0xffu;", "& -> |", "equivalent",
+     "the extra reduced dims have stride 0 and do not change which elements are read"),
+    ("reduce", "    if (d < nr) {", "< -> <=", "equivalent",
+     "as above: one more dim of stride 0"),
+    ("reduce", "if (is_nan(x)) return !is_nan(y) || ix < iy;", "< -> <=", "equivalent",
+     "two candidates never have the same index"),
+    ("reduce", "if (x == y) return ix < iy;", "< -> <=", "equivalent",
+     "two candidates never have the same index, so ix <= iy and ix < iy agree"),
+    ("gemm", "for (uint j = 0u; j < 4u; ++j) acc[i][j] = T(0);", "4u -> 5u", "equivalent",
+     "writes acc[i][4], past a private array (undefined; the compiler drops it)"),
+    ("gemm", "for (uint j = 0u; j < 4u; ++j) br[j] = Bs[kk][tx + 8u * j];", "4u -> 5u", "equivalent",
+     "reads into br[4], past a private array, which nothing uses"),
+    ("gemm", "for (uint k0 = 0u; k0 < pc.K; k0 += BK) {", "< -> <=", "equivalent",
+     "one more k tile of zeros (loads past K are 0): it can turn a -0 result into +0, which the "
+     "GEMM's backward-error tolerance does not distinguish, as torch's own BLAS order does not"),
+    ("elementwise", "else st_bits(pc.dst + oo, bitfieldExtract(ld_word((pc.a + oa) & ~3UL)", "8 -> 9", "equivalent",
+     "(the width's * 8, which a test of odd-offset uint8/float16/bool copies showed: the offset's one "
+     "changes values) one more bit extracted, which st_bits masks off"),
+    ("elementwise", "case OP_ABS: r = a < T(0) ? -a : a; break;", "0 -> 1", "equivalent",
+     "integers: a < 1 and not negative is 0, and -0 is 0"),
+    ("gemm", "for (uint i = 0u; i < 2u; ++i)$", "2u -> 3u", "equivalent",
+     "one more row of a private array, past its end (undefined; unused)"),
+    ("gemm", "for (uint i = 0u; i < 2u; ++i)$", "< -> <=", "equivalent",
+     "as above"),
+    ("nll", "if (t == pc.ignore_index || t < 0L || t >= int64_t(pc.C)) return -1L;", "1L -> 2L", "equivalent",
+     "callers test t < 0, so -2 means ignored as -1 does"),
+    ("nll", "store_T(pc.t0 + uint64_t(int64_t(i) * pc.s_vec * int64_t(dsize(dto))), dto, r);", "* -> /", "equivalent",
+     "the first *: the node's output is a new contiguous tensor, s_vec is 1 (out= goes through a copy)"),
+    ("reduce", "[[unroll]] for (uint d = 0u; d < 4u; ++d) {", "< -> <=", "equivalent",
+     "the fifth trip is guarded by d < nr, and nr is at most 4"),
+    ("reduce", "uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);", "* -> /",
+     "equivalent", "with fewer groups counted the dispatch takes the one-invocation-per-output path, "
+     "which computes the same outputs (test_family_sizes runs it with a 2-D grid)"),
+    ("reduce", "if (tid == 0u) finish(uint(k), s_val[0], s_idx[0]);", "== -> !=", "equivalent",
+     "127 invocations store the same final value instead of one"),
+    ("softmax", "uint64_t b1 = pc.t1 + uint64_t((int64_t(o) * pc.s1[0] + int64_t(in_) * pc.s1[2]) * e1);", "* -> /",
+     "equivalent", "(the second *) the [outer, D, inner] view is contiguous, s1[2] is 1"),
+    ("elementwise", "precise T r = T(0);", "0 -> 1", "equivalent",
+     "every opcode of the switch assigns r"),
+    ("elementwise", "if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc)", "0UL -> 1UL", "equivalent",
+     "a device address is never 1"),
+    ("elementwise", "if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);", "0UL -> 1UL", "equivalent",
+     "a device address is never 1"),
+    ("gemm", "T acc[2][4];", "", "equivalent", "a larger private array than used"),
+    ("gemm", "for (uint j = 0u; j < 4u; ++j) acc[i][j] = T(0);", "< -> <=", "equivalent",
+     "writes acc[i][4], past a private array (undefined; the compiler drops it)"),
+    ("reduce", "return OP == OP_ARGMAX ? x > y : x < y;", "< -> <=", "equivalent",
+     "equal values returned on the line before, so x <= y and x < y agree here"),
+    ("reduce", "return OP == OP_ARGMAX ? x > y : x < y;", "> -> >=", "equivalent",
+     "as above"),
+    ("elementwise", "st_bits(pc.dst + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);", "", "unreachable",
+     "float64 -> bool in the f32 variant: only on devices without shaderFloat64 (lavapipe copies "
+     "float64 in the f64 variant)"),
+    ("elementwise", "if (OP == OP_COPY && dta == DT_F64 && dsize(dto) < 8u) {", "", "unreachable",
+     "float64 -> narrow int in the i64 variant: only without shaderFloat64"),
+    ("elementwise", "int64_t v = f64bits_to_i64(ld_u64(pc.a + oa));", "", "unreachable",
+     "as above"),
+    ("elementwise", "store_T(pc.dst + oo, dto, (v >= -2147483648L && v <= 2147483647L) ? v : -2147483648L);", "",
+     "unreachable", "as above"),
+    ("nll", "if (t == pc.ignore_index || t < 0L || t >= int64_t(pc.C)) return -1L;", "|| -> &&", "invalid-only",
+     "the second || only matters for a negative target other than ignore_index, which torch rejects "
+     "(issue 7 finding 5: vkml must reject it too)"),
+]
+
+
+def annotation(stem, text, line, what):
+    src = text.splitlines()[line - 1].strip() if 0 < line <= len(text.splitlines()) else ""
+    for st, ln, wh, cls, why in ANNOTATED:
+        same = src == ln[:-1] if ln.endswith("$") else src.startswith(ln.strip())  # "$": the whole line
+        if st == stem and same and (not wh or wh == what):
+            return cls, why
+    return None
+
+
+VARIANT_DTYPES = {"f32": {"float32", "float16", "bfloat16"}, "f64": {"float64"},
+                  "i64": {"int64", "int32", "int16", "int8", "uint8", "bool"}}
+
+# ---- mutants -------------------------------------------------------------------------------------
+
+TOKEN = re.compile(r"""
+    (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<pp>^[ \t]*\#[^\n]*)
+  | (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?(?:LF|lf|[uUlLfF])*)
+  | (?P<id>[A-Za-z_]\w*)
+  | (?P<op><<=|>>=|\+\+|--|\+=|-=|\*=|/=|&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%<>&|^!~?:=;,.()\[\]{}])
+  | (?P<ws>\s+)
+""", re.X | re.S | re.M)
+
+SWAP = {"+": "-", "-": "+", "*": "/", "/": "*", "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=",
+        "!=": "==", "&&": "||", "||": "&&", "&": "|", "|": "&", "<<": ">>", ">>": "<<", "+=": "-=",
+        "-=": "+=", "++": "--", "--": "++", "<<=": ">>=", ">>=": "<<="}
+
+
+def _tokens(text):
+    out, pos = [], 0
+    while pos < len(text):
+        m = TOKEN.match(text, pos)
+        if not m:
+            raise ValueError(f"mutate: cannot tokenize at {text[pos:pos + 30]!r}")
+        kind = m.lastgroup
+        if kind == "pp" and re.match(r"\s*#define\s+\w+\s+", m.group()):
+            # a #define's value is code: tokenize its body too (#define BM 32u)
+            head = re.match(r"\s*#define\s+\w+(\([^)]*\))?\s*", m.group())
+            out.append(("pp", pos, pos + head.end(), m.group()[:head.end()]))
+            body_start = pos + head.end()
+            for k, s, e, t in _tokens(m.group()[head.end():]):
+                out.append((k, body_start + s, body_start + e, t))
+        elif kind != "ws":
+            out.append((kind, m.start(), m.end(), m.group()))
+        pos = m.end()
+    return out
+
+
+def _bump(num):
+    m = re.match(r"(0[xX][0-9a-fA-F]+|[\d.]+(?:[eE][+-]?\d+)?)(.*)", num)
+    body, suffix = m.group(1), m.group(2)
+    if body.lower().startswith("0x"):
+        return hex(int(body, 16) + 1) + suffix
+    if re.fullmatch(r"\d+", body):
+        return str(int(body) + 1) + suffix
+    v = float(body)
+    nv = repr(v * 2 if v else 1.0)
+    return (nv if "." in nv or "e" in nv else nv + ".0") + suffix
+
+
+TYPES = {"shared", "T", "uint", "int", "float", "double", "bool", "int64_t", "uint64_t", "uvec2", "const"}
+
+
+def _declares(toks, i):
+    """Whether the [ at toks[i] sizes an array in a declaration (changing a size is no bug)."""
+    j = i
+    while j > 0 and toks[j - 1][3] not in (";", "{", "}", "(", ","):
+        j -= 1
+        if toks[j][3] == "=":
+            return False
+    return toks[j][3] in TYPES
+
+
+def mutants(stem, text):
+    """[(id, line, kind, description, mutated text)] of one shader source, in a stable order."""
+    toks = _tokens(text)
+    out = []
+
+    def add(kind, start, end, new, what):
+        line = text.count("\n", 0, start) + 1
+        out.append((f"{stem}:{len(out)}", line, kind, what, text[:start] + new + text[end:]))
+    for i, (k, s, e, t) in enumerate(toks):
+        if k == "op" and t in SWAP:
+            prev = toks[i - 1] if i else None
+            if t in ("<", ">") and prev and prev[3] in ("layout",):
+                continue
+            add("operator", s, e, SWAP[t], f"{t} -> {SWAP[t]}")
+        elif k == "num" and not (i >= 2 and toks[i - 2][3] == "constant_id"):
+            add("constant", s, e, _bump(t), f"{t} -> {_bump(t)}")
+        elif k == "op" and t == "[" and not (i + 1 < len(toks) and toks[i + 1][3] == "[") and not (
+                i and toks[i - 1][3] == "["):
+            depth, j = 0, i
+            while j < len(toks):
+                depth += toks[j][3] == "["
+                depth -= toks[j][3] == "]"
+                if depth == 0:
+                    break
+                j += 1
+            inner = toks[i + 1:j]
+            if j < len(toks) and inner and not (len(inner) == 1 and inner[0][0] == "num") and not _declares(toks, i):
+                body = text[toks[i + 1][1]:toks[j - 1][2]]
+                add("index", toks[i + 1][1], toks[j - 1][2], f"({body}) + 1", f"[{body}] -> [({body}) + 1]")
+        elif k == "id" and t in ("barrier", "memoryBarrierShared") and i + 3 < len(toks) and toks[i + 3][3] == ";":
+            add("barrier", s, toks[i + 3][2], "", f"{t}(); removed")
+    return out
+
+
+# ---- the worker: one process that keeps torch imported and runs pytest per mutant ---------------
+
+class _Select:
+    """pytest plugin: test_ops items of the family's rows in the given dtypes; other files whole."""
+
+    def __init__(self, family, dtypes):
+        self.family, self.dtypes = family, dtypes
+
+    def pytest_collection_modifyitems(self, config, items):
+        keep, drop = [], []
+        for it in items:
+            cs = getattr(it, "callspec", None)
+            if it.fspath.basename == "test_ops.py":
+                ok = cs is not None and "row" in cs.params and cs.params["row"].get("family") == self.family \
+                    and cs.params.get("dtype") in self.dtypes
+            else:
+                ok = True
+            (keep if ok else drop).append(it)
+        items[:] = keep
+        config.hook.pytest_deselected(items=drop)
+
+
+def worker():
+    os.chdir(ROOT)
+    sys.path.insert(0, os.path.join(ROOT, "test"))
+    import pytest
+    for line in sys.stdin:
+        job = json.loads(line)
+        os.environ["VKML_SPIRV_DIR"] = job["dir"]
+        os.environ["VKML_FUZZ_FAMILY"] = job["family"]
+        os.environ["VKML_FUZZ_CASES"] = "60"
+        import vkml_torch
+        vkml_torch._C._set_spirv_dir(job["dir"])
+        report = _Report()
+        t0 = time.time()
+        args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore", "test/test_ops.py"] + \
+            FAMILY_TESTS.get(job["family"], []) + ["test/test_fuzz.py"]
+        rc = pytest.main(args, plugins=[_Select(job["family"], set(job["dtypes"])), report])
+        vkml_torch._C._set_spirv_dir("")
+        print(json.dumps({"rc": int(rc), "failed": report.failed, "passed": report.passed,
+                          "secs": round(time.time() - t0, 1)}), flush=True)
+
+
+class _Report:
+    def __init__(self):
+        self.failed, self.passed = "", 0
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed and not self.failed:
+            self.failed = report.nodeid
+        elif report.passed and report.when == "call":
+            self.passed += 1
+
+
+class Worker:
+    def __init__(self):
+        self.p = None
+
+    def start(self):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", VKML_SPIRV_DIR="")
+        env.pop("VKML_CHECK", None)
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+
+    def run(self, job, timeout):
+        """(status, detail): killed / survived / crash / timeout."""
+        if self.p is None or self.p.poll() is not None:
+            self.start()
+        self.p.stdin.write(json.dumps(job) + "\n")
+        self.p.stdin.flush()
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(self.p.stdout, selectors.EVENT_READ)
+        deadline = time.time() + timeout
+        buf = ""
+        while time.time() < deadline:
+            if not sel.select(timeout=max(0.1, deadline - time.time())):
+                continue
+            line = self.p.stdout.readline()
+            if not line:  # the worker died: the mutant crashed the process
+                self.p.wait()
+                self.p = None
+                return "crash", f"worker exited {buf[-200:]}"
+            if line.startswith("{"):
+                r = json.loads(line)
+                return ("survived" if r["rc"] == 0 else "killed" if r["failed"] else "error"), r
+            buf += line
+        self.p.kill()
+        self.p.wait()
+        self.p = None
+        return "timeout", f"no result in {timeout} s"
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+
+
+# ---- the campaign --------------------------------------------------------------------------------
+
+def _load_results(path):
+    res = {}
+    if os.path.exists(path):
+        for line in open(path):
+            r = json.loads(line)
+            res[(r["id"], r["hash"])] = r
+    return res
+
+
+def _changed_dtypes(stem, mdir, odir, names):
+    changed = [n for n in names if open(os.path.join(mdir, n + ".spv"), "rb").read()
+               != open(os.path.join(odir, n + ".spv"), "rb").read()]
+    dts = set()
+    for n in changed:
+        v = n[len(stem) + 1:].split("_")[0]
+        dts |= VARIANT_DTYPES.get(v, set())
+    return changed, dts
+
+
+def _device_blobs(names):
+    """The blobs this device runs: the _ieee builds where it has float controls, else the plain
+    ones (i64 has only one). A mutant is compiled and judged on these only (--all-variants: all)."""
+    r = subprocess.run([sys.executable, "-c", "import vkml_torch; print(vkml_torch._C.device_info()['float_controls'])"],
+                       capture_output=True, text=True, cwd=ROOT)
+    ieee = r.stdout.strip().splitlines()[-1:] == ["True"]
+    return {n for n in names if n.endswith("_i64") or n.endswith("_ieee") == ieee}
+
+
+def campaign(args):
+    fams = args.family or [s for s in shaders.stems() if s in FAMILY_TESTS]
+    done = _load_results(args.results)
+    os.makedirs(os.path.dirname(args.results), exist_ok=True)
+    out = open(args.results, "a", buffering=1)
+    tmp = tempfile.mkdtemp(prefix="vkml-mutate-")
+    worker = Worker()
+    ran = 0
+    t_start = time.time()
+    try:
+        for stem in fams:
+            text = open(os.path.join(shaders.SHADERS, stem + ".comp")).read()
+            h = hashlib.sha256((text + open(os.path.join(shaders.SHADERS, "common.glsl")).read()).encode()).hexdigest()[:12]
+            names = [b[0] for b in shaders.blobs(text, stem)]
+            if not args.all_variants:
+                names = sorted(_device_blobs(names))
+            odir = os.path.join(tmp, "orig-" + stem)
+            err = {k: v for k, v in shaders.compile_stem(stem, odir, only=set(names)).items() if v}
+            if err:
+                sys.exit(f"mutate: the unmutated {stem}.comp does not compile: {err}")
+            ms = mutants(stem, text)[args.start::args.every]
+            for mid, line, kind, what, mtext in ms:
+                if args.limit is not None and ran >= args.limit:
+                    return
+                if (mid, h) in done:
+                    continue
+                src = shaders.copy_tree(os.path.join(tmp, "src"))
+                open(os.path.join(src, stem + ".comp"), "w").write(mtext)
+                # a new directory per mutant: the pipeline cache notices a changed path, not changed files
+                prev = os.path.join(tmp, f"m{ran - 1}")
+                if os.path.isdir(prev):
+                    shutil.rmtree(prev)
+                mdir = os.path.join(tmp, f"m{ran}")
+                t0 = time.time()
+                errs = {k: v for k, v in shaders.compile_stem(stem, mdir, src, only=set(names)).items() if v}
+                rec = {"id": mid, "hash": h, "stem": stem, "line": line, "kind": kind, "what": what}
+                if errs:
+                    rec.update(status="invalid", detail=next(iter(errs.values())).strip().splitlines()[0][:200])
+                else:
+                    changed, dts = _changed_dtypes(stem, mdir, odir, names)
+                    if not changed:
+                        rec.update(status="same-spirv")
+                    else:
+                        st, detail = worker.run({"dir": mdir, "family": stem, "dtypes": sorted(dts)}, args.timeout)
+                        rec.update(status=st, detail=detail, blobs=changed)
+                rec["secs"] = round(time.time() - t0, 1)
+                out.write(json.dumps(rec) + "\n")
+                ran += 1
+                print(f"[{ran}] {mid} line {line} {kind} {what}: {rec['status']} ({rec['secs']} s)", flush=True)
+    finally:
+        worker.stop()
+        print(f"mutate: {ran} mutants run in {time.time() - t_start:.0f} s")
+
+
+def report(args):
+    fams = args.family or [s for s in shaders.stems() if s in FAMILY_TESTS]
+    done = _load_results(args.results)
+    total = {"generated": 0, "killed": 0, "survived": 0, "crash": 0, "timeout": 0, "invalid": 0,
+             "same-spirv": 0, "error": 0, "annotated": 0, "not run": 0}
+    survivors, annotated = [], []
+    lines = []
+    for stem in fams:
+        text = open(os.path.join(shaders.SHADERS, stem + ".comp")).read()
+        h = hashlib.sha256((text + open(os.path.join(shaders.SHADERS, "common.glsl")).read()).encode()).hexdigest()[:12]
+        c = dict.fromkeys(total, 0)
+        for mid, line, kind, what, _ in mutants(stem, text):
+            c["generated"] += 1
+            r = done.get((mid, h))
+            st = r["status"] if r else "not run"
+            ann = annotation(stem, text, line, what) if st == "survived" else None
+            if ann:
+                st = "annotated"
+                annotated.append(f"  {mid} line {line} {kind}: {what}: {ann[0]}: {ann[1]}")
+            c[st] += 1
+            if st in ("survived", "error"):
+                survivors.append(f"  {mid} line {line} {kind}: {what}: {text.splitlines()[line - 1].strip()}")
+        for k in total:
+            total[k] += c[k]
+        lines.append((stem, c))
+    print(f"{'family':12} {'generated':>9} {'killed':>7} {'crash':>6} {'timeout':>7} {'survived':>8} "
+          f"{'invalid':>7} {'same-spirv':>10} {'annotated':>9} {'not run':>7}  score")
+    for stem, c in lines + [("total", total)]:
+        dead = c["killed"] + c["crash"] + c["timeout"]
+        counted = dead + c["survived"] + c["error"]
+        score = f"{100.0 * dead / counted:.1f}%" if counted else "-"
+        print(f"{stem:12} {c['generated']:9} {c['killed']:7} {c['crash']:6} {c['timeout']:7} "
+              f"{c['survived'] + c['error']:8} {c['invalid']:7} {c['same-spirv']:10} {c['annotated']:9} "
+              f"{c['not run']:7}  {score}")
+    print("score: killed (with crashes and timeouts) / (killed + survived); annotated survivors, "
+          "invalid and same-spirv mutants are not counted")
+    if survivors:
+        print("survivors:\n" + "\n".join(survivors))
+    if annotated:
+        print("annotated survivors (not gaps; see ANNOTATED in scripts/mutate.py):\n" + "\n".join(annotated))
+    dead = total["killed"] + total["crash"] + total["timeout"]
+    counted = dead + total["survived"] + total["error"]
+    return 0 if counted and dead >= 0.95 * counted else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--family", action="append", help="only this shader family (repeatable)")
+    ap.add_argument("--limit", type=int, help="run at most this many mutants")
+    ap.add_argument("--start", type=int, default=0, help="skip the first N mutants of each family")
+    ap.add_argument("--every", type=int, default=1, help="run every K-th mutant (a spread sample; later "
+                    "runs with another --start fill in the rest)")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds a mutant's tests may take")
+    ap.add_argument("--results", default=RESULTS)
+    ap.add_argument("--all-variants", action="store_true",
+                    help="compile every blob, not only those this device runs (_ieee or plain)")
+    ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    ap.add_argument("--report", action="store_true", help="only print the score of the results so far")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker()
+    if args.list:
+        for stem in args.family or [s for s in shaders.stems() if s in FAMILY_TESTS]:
+            for mid, line, kind, what, _ in mutants(stem, open(os.path.join(shaders.SHADERS, stem + ".comp")).read()):
+                print(f"{mid} line {line} {kind}: {what}")
+        return 0
+    if not args.report:
+        campaign(args)
+    return report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
