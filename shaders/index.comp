@@ -103,7 +103,16 @@ void gather(uint j) {
 
 // ---- slots: the destinations a put or an accumulation writes, grouped ---------------------------
 uint ld_w(uint64_t base, uint64_t i) { return ld_word(base + i * 4UL); }
-void st_w(uint64_t base, uint64_t i, uint v) { st_word(base + i * 4UL, v); }
+// Scratch (slots, keys, offsets, sums, lists, the total) is stored without common.glsl's store
+// helpers: test/broken_shaders.py corrupts those to break the results, and must not break the
+// positions later passes follow (they would write out of bounds).
+void st_scratch(uint64_t a, uint v) { Word(a).w = v; }
+void st_scratch64(uint64_t a, uint64_t v) {
+  uvec2 p = unpackUint2x32(v);
+  Word(a).w = p.x;
+  Word(a + 4UL).w = p.y;
+}
+void st_w(uint64_t base, uint64_t i, uint v) { st_scratch(base + i * 4UL, v); }
 
 // The slot of iteration element j's destination (IX_NO_SLOT when its index is out of range or
 // skipped), recorded in slot_of[j]. Hash mode: open addressing over `slots` (a power of two,
@@ -172,7 +181,7 @@ uint64_t wg_exclusive(uint64_t v, out uint64_t all) {
 bool wide() { return (P.flags & IX_SUMS_WIDE) != 0u; }
 uint64_t ld_sum(uint64_t i) { return wide() ? ld_u64(P.sums + i * 8UL) : uint64_t(ld_w(P.sums, i)); }
 void st_sum(uint64_t i, uint64_t v) {
-  if (wide()) st_u64(P.sums + i * 8UL, v);
+  if (wide()) st_scratch64(P.sums + i * 8UL, v);
   else st_w(P.sums, i, uint(v));
 }
 
@@ -223,7 +232,7 @@ void scan_sums() {
     }
     carry += all;
   }
-  if (t == 0u && P.total != 0UL) st_u64(P.total, carry);
+  if (t == 0u && P.total != 0UL) st_scratch64(P.total, carry);
 }
 
 // Element j into its slot's bucket: buckets lie in slot order in `list`.
@@ -236,7 +245,7 @@ void place(uint j) {
 
 // ---- accumulation: each slot (one destination) alone, its contributions in ascending position ---
 uint li(uint64_t base, uint k) { return ld_word(base + uint64_t(k) * 4UL); }
-void lset(uint64_t base, uint k, uint v) { st_word(base + uint64_t(k) * 4UL, v); }
+void lset(uint64_t base, uint k, uint v) { st_scratch(base + uint64_t(k) * 4UL, v); }
 
 void sift(uint64_t base, uint root, uint n) {
   while (true) {

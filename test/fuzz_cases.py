@@ -595,7 +595,7 @@ def _generated_case(p):
     dt = dtype_of(p["dt"])
     args, j = [], 0
     for a in c.args:
-        if isinstance(a, In) and not a.keep_cpu:
+        if isinstance(a, In) and not a.keep_cpu and torch.is_tensor(a.cpu()):  # index lists: as generated
             lay = lays[j % len(lays)]
             if lay[0] == "t":
                 nd = a.cpu().dim()
@@ -603,7 +603,7 @@ def _generated_case(p):
             a = _relayout(a, lay, vals if a.base.dtype == dt else 0.0, seed + 13 * j)
             j += 1
         args.append(a)
-    return Case(f"generated case {i}: {c.desc}", args, c.kwargs, c.outs, c.scale)
+    return Case(f"generated case {i}: {c.desc}", args, c.kwargs, c.outs, c.scale, c.ref)  # ref: CPU op
 
 
 def build(p):

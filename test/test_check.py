@@ -93,11 +93,15 @@ def test_every_row_broken_shader_caught(r):
         res = res if isinstance(res, (tuple, list)) else [res]
         return [t.cpu() for t in res]
 
-    with loaded(broken_dir(r["family"], stem_blobs(r["family"], _dtype(r)))):
+    with loaded(broken_dir(r["family"])):  # every variant: index moves bits in its i64 build
         with pytest.raises(RuntimeError, match=r"^vkml check failed:") as e:
             with check_mode():
                 call(DEV)
-    assert r["name"] in str(e.value), str(e.value)
+    # the first node of the family caught is named: the row itself, or a row it is built on
+    # (index.Tensor with a mask runs nonzero first)
+    family = {x["name"] for x in rows() if x["family"] == r["family"]}
+    named = re.match(r"vkml check failed: op (\w+),", str(e.value))
+    assert named and named.group(1) in family, str(e.value)
     with check_mode():
         call(DEV)  # the built-in shader again: passes
 

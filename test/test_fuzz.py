@@ -93,7 +93,7 @@ def _one(p):
         finding = known_finding(p, msg)
         if finding is not None:
             _log.write(i=_log.n, status="known", finding=finding, msg=msg[:2000])
-            return  # issue 7 finding `finding`: recorded in test_fuzz_regressions.FINDINGS_XFAIL
+            return  # an open bug, recorded in test_fuzz_regressions.OPEN_XFAIL
         _log.write(i=_log.n, status="fail", msg=msg[:4000])
         if not LOG:
             raise AssertionError(f"fuzz case failed: {msg}\nparams = {p!r}") from e

@@ -1,5 +1,6 @@
 // What torch needs to know about the vkml device: its allocator, its device guard, its hooks.
 #include <ATen/core/CachingHostAllocator.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
@@ -110,7 +111,19 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return default_generator(); }
   at::Generator getNewGenerator(c10::DeviceIndex) const override { return new_generator(); }
   at::Device getDeviceFromPtr(void*) const override { return {c10::DeviceType::PrivateUse1, 0}; }
-  bool isPinnedPtr(const void* p) const override { return is_pinned(p); }
+  // A CUDA build of torch pins `torch.empty(..., pin_memory=True)` with CUDA's host allocator
+  // whenever CUDA is present (at::detail::GetCPUAllocatorMaybePinned asks CUDA first), while
+  // is_pinned() asks the accelerator, vkml: memory CUDA pinned counts as pinned too. Only our own
+  // pinned blocks take the staging path's direct copy (aten/pinned.h). CUDA is asked only where
+  // it already has a context (its pinned blocks imply one): asking would create one otherwise.
+  bool isPinnedPtr(const void* p) const override {
+    if (is_pinned(p)) return true;
+    const auto& cuda = at::detail::getCUDAHooks();
+    if (!cuda.hasCUDA()) return false;
+    for (c10::DeviceIndex i = 0; i < cuda.deviceCount(); ++i)
+      if (cuda.hasPrimaryContext(i)) return cuda.isPinnedPtr(p);
+    return false;
+  }
   c10::Allocator* getPinnedMemoryAllocator() const override { return pinned_allocator(); }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override;
