@@ -378,3 +378,23 @@ def test_over_65535_workgroups_and_check_mode():
         torch.empty(3000, dtype=torch.float64, device=DEV).normal_()
         torch.empty(3000, dtype=torch.bfloat16, device=DEV).t().exponential_()
         F.dropout(torch.randn(5000, device=DEV), 0.3)
+
+
+@pytest.mark.parametrize("op,draw", [("rng_normal", lambda: torch.empty(500, device=DEV).normal_()),
+                                     ("rng_dropout", lambda: F.dropout(torch.ones(500, device=DEV), 0.5))])
+def test_check_mode_catches_a_broken_kernel(op, draw):
+    """The oracle reproduces the draws, so a wrong kernel (set_mutation: the shader writes zeros)
+    fails check mode, naming the op; without check mode the wrong numbers come back."""
+    vkml_torch.set_check(False)
+    vkml_torch.set_mutation(op)
+    try:
+        torch.manual_seed(1)
+        wrong = draw()
+        assert bool((wrong.cpu() == 0).all()), "mutation not applied"
+        with pytest.raises(RuntimeError, match=rf"vkml check failed: op {op}\b.*exact"):
+            with check_mode():
+                draw().cpu()
+    finally:
+        vkml_torch.set_mutation("")
+    with check_mode():
+        assert not bool((draw().cpu() == 0).all())
