@@ -381,20 +381,22 @@ def test_over_65535_workgroups_and_check_mode():
 
 
 @pytest.mark.parametrize("op,draw", [("rng_normal", lambda: torch.empty(500, device=DEV).normal_()),
-                                     ("rng_dropout", lambda: F.dropout(torch.ones(500, device=DEV), 0.5))])
+                                     ("rng_dropout", lambda: F.dropout(torch.ones(500, device=DEV), 0.5)),
+                                     ("rng_random", lambda: torch.randint(0, 100, (500,), device=DEV))])
 def test_check_mode_catches_a_broken_kernel(op, draw):
-    """The oracle reproduces the draws, so a wrong kernel (set_mutation: the shader writes zeros)
-    fails check mode, naming the op; without check mode the wrong numbers come back."""
+    """The oracle reproduces the draws, so a broken build of random.comp (broken_shaders.py: every
+    store corrupted) fails check mode, naming the op; without check mode the wrong numbers come
+    back (they differ from the built-in shader's for the same seed)."""
+    from broken_shaders import broken_dir, loaded, stem_blobs
+    torch.manual_seed(1)
+    want = draw().cpu()
     vkml_torch.set_check(False)
-    vkml_torch.set_mutation(op)
-    try:
+    with loaded(broken_dir("random", stem_blobs("random", "int64" if op == "rng_random" else "float32"))):
         torch.manual_seed(1)
-        wrong = draw()
-        assert bool((wrong.cpu() == 0).all()), "mutation not applied"
+        assert not torch.equal(draw().cpu(), want), "broken shader not loaded"
         with pytest.raises(RuntimeError, match=rf"vkml check failed: op {op}\b.*exact"):
             with check_mode():
                 draw().cpu()
-    finally:
-        vkml_torch.set_mutation("")
     with check_mode():
-        assert not bool((draw().cpu() == 0).all())
+        torch.manual_seed(1)
+        assert_exact(draw().cpu(), want)
