@@ -46,23 +46,27 @@ def test_get_device_module_is_torch_vkml():
 
 
 def test_generator_on_vkml_draws_what_the_cpu_generator_draws():
-    g = torch.Generator("vkml")
-    assert g.device.type == "vkml"
-    g.manual_seed(123)
-    assert g.initial_seed() == 123
-    ref = torch.Generator("cpu").manual_seed(123)
-    for shape in [(5,), (3, 4)]:
-        got = torch.randn(shape, device="vkml", generator=g)
-        assert got.device.type == "vkml"
-        assert torch.equal(got.cpu(), torch.randn(shape, generator=ref))
-    state = g.get_state()
-    assert state.dtype == torch.uint8 and torch.equal(state, ref.get_state())
-    a = torch.rand(6, device="vkml", generator=g).cpu()
-    g.set_state(state)
-    assert torch.equal(torch.rand(6, device="vkml", generator=g).cpu(), a)
-    t = torch.empty(10, device="vkml")
-    t.uniform_(-1, 1, generator=g.manual_seed(9))
-    assert torch.equal(t.cpu(), torch.empty(10).uniform_(-1, 1, generator=torch.Generator().manual_seed(9)))
+    """In the CPU stream mode (docs/random.md); test_random.py tests the device stream's generator."""
+    import vkml_torch
+    prev = vkml_torch.get_rng_mode()
+    vkml_torch.set_rng_mode("cpu")
+    try:
+        g = torch.Generator("vkml")
+        assert g.device.type == "vkml"
+        g.manual_seed(123)
+        assert g.initial_seed() == 123
+        ref = torch.Generator("cpu").manual_seed(123)
+        for shape in [(5,), (3, 4)]:
+            got = torch.randn(shape, device="vkml", generator=g)
+            assert got.device.type == "vkml"
+            assert torch.equal(got.cpu(), torch.randn(shape, generator=ref))
+        state = g.get_state()
+        assert state.dtype == torch.uint8 and torch.equal(state, ref.get_state())
+        a = torch.rand(6, device="vkml", generator=g).cpu()
+        g.set_state(state)
+        assert torch.equal(torch.rand(6, device="vkml", generator=g).cpu(), a)
+    finally:
+        vkml_torch.set_rng_mode(prev)
 
 
 def test_generators_are_independent_of_the_default():

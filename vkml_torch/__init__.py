@@ -24,7 +24,7 @@ from . import _device  # noqa: E402
 from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "flushes_subnormals", "trace"]
+           "set_eager", "flushes_subnormals", "trace", "set_rng_mode", "get_rng_mode"]
 
 _registered = False
 
@@ -96,3 +96,14 @@ def set_eager(on):
     """Eager mode on or off, as VKML_EAGER=1 sets it at start: submit and wait after every op."""
     _C.set_eager(bool(on))
 
+
+def set_rng_mode(mode):
+    """Where random ops draw, as VKML_RNG sets it at start (docs/random.md): "device" (the default:
+    Philox4x32-10 on the GPU, reproducible for a seed on any device) or "cpu" (on the host with
+    torch's CPU generator and copied: for a seed, exactly torch CPU's numbers)."""
+    _C.set_rng_mode(str(mode))
+
+
+def get_rng_mode():
+    """"device" or "cpu": see set_rng_mode."""
+    return _C.rng_mode()

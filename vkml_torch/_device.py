@@ -88,11 +88,12 @@ from ._memory import (empty_cache, max_memory_allocated, max_memory_reserved, me
                       reset_accumulated_memory_stats, reset_peak_memory_stats)
 
 
-# Random numbers: the device's generator is a CPU generator (csrc/aten/random.h); random ops draw
-# on the host and copy to the device, so a seed gives exactly torch CPU's numbers.
+# Random numbers (docs/random.md): drawn on the device with Philox4x32-10 from the generator's
+# (seed, offset); in the CPU stream mode (VKML_RNG=cpu, set_rng_mode("cpu")) drawn on the host
+# with torch's CPU generator, so a seed gives exactly torch CPU's numbers.
 def manual_seed(seed):
-    """Seed the device's default generator (torch.manual_seed seeds it too). Random ops draw on
-    the host with torch's CPU generator, so they give torch CPU's numbers for the same seed."""
+    """Seed the device's default generator (torch.manual_seed seeds it too): its Philox seed (the
+    offset goes back to 0) and the CPU generator of the CPU stream mode."""
     seed = int(seed)
     if not -(1 << 63) <= seed < (1 << 64):  # torch's CPU generator's range and message
         raise ValueError(f"Overflow when unpacking long long: seed {seed} is outside [-2**63, 2**64)")
@@ -116,7 +117,8 @@ def initial_seed():
 
 
 def get_rng_state(device="vkml"):
-    """The generator's state as a CPU uint8 tensor (torch's CPU generator format)."""
+    """The default generator's state as a CPU uint8 tensor: 16 bytes (Philox seed and offset,
+    little-endian uint64) in the device mode, torch's CPU generator state in the CPU stream mode."""
     return torch.frombuffer(bytearray(_C.rng_get_state()), dtype=torch.uint8)
 
 
@@ -126,7 +128,8 @@ def get_rng_state_all():
 
 
 def set_rng_state(new_state, device="vkml"):
-    """Restore a state from get_rng_state() (a uint8 tensor in torch's CPU generator format)."""
+    """Restore a state from get_rng_state(): 16 bytes restore the Philox state, a CPU generator
+    state the CPU stream's generator."""
     _C.rng_set_state(new_state.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
 
 

@@ -193,6 +193,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("rng_initial_seed", [] { return aten::rng_initial_seed(); });
   m.def("rng_get_state", [] { return py::bytes(aten::rng_get_state()); });
   m.def("rng_set_state", [](py::bytes b) { aten::rng_set_state(std::string(b)); });
+  m.def("set_rng_mode", [](const std::string& mode) { aten::set_rng_mode(mode); });
+  m.def("rng_mode", [] { return aten::rng_mode(); });
   m.def("flushes_subnormals", [](bool f64) {
     Device& d = need();
     py::gil_scoped_release nogil;

@@ -25,6 +25,7 @@ Env read() {
   e.max_pending = integer("VKML_MAX_PENDING", 4096);
   if (e.max_pending < 1) e.max_pending = 1;
   if (const char* d = std::getenv("VKML_SPIRV_DIR")) e.spirv_dir = d;
+  if (const char* r = std::getenv("VKML_RNG")) e.rng = r;
   return e;
 }
 }  // namespace
