@@ -2,6 +2,7 @@
 
     python -m bench [--full | --small] [--only WORDS] [--numel 1M,16M] [--mm 256,1024] [--repeats N]
                     [--budget S] [--json PATH] [--list] [--cpu-in-child]
+    python -m bench --profile WORDS [--steps N] [--trace PATH]
 
 Prints a table of each device's figure and the ratios vkml/CPU and vkml/CUDA, and writes the
 same as JSON (default build/bench.json). See bench/README.md."""
@@ -70,8 +71,36 @@ def parse_args(argv):
     ap.add_argument("--list", action="store_true", help="list the selected cases and exit")
     ap.add_argument("--cpu-in-child", action="store_true",
                     help="time the CPU in the child process too (how CUDA is timed; tests the path without CUDA)")
+    ap.add_argument("--profile", default="", metavar="WORDS",
+                    help="instead of the table: run the matching cases on vkml under vkml_torch.profile() "
+                         "and print the profiler's table (e.g. --profile MLP)")
+    ap.add_argument("--steps", type=int, default=5, help="steps profiled per case with --profile (after warm-up)")
+    ap.add_argument("--trace", default=os.path.join(ROOT, "build", "profile.json"),
+                    help="with --profile: the Chrome trace of the last case goes here")
     ap.add_argument("--verbose", "-v", action="store_true", help="print each figure as it is measured")
     return ap.parse_args(argv)
+
+
+def profile_cases(cases, vk, args):
+    """Each case's steps on vkml under vkml_torch.profile(), after a warm-up; prints the table."""
+    dev, sync = torch.device("vkml", 0), torch.vkml.synchronize
+    for c in cases:
+        step = c.build(dev)
+        for _ in range(max(3, c.opts.get("warmup", 3) // 3)):
+            step()
+        sync()
+        with vk.profile() as p:
+            for _ in range(args.steps):
+                step()
+                if c.opts.get("sync_each"):
+                    sync()
+        print(f"\n{c.name}: {args.steps} step(s) profiled")
+        p.table()
+        os.makedirs(os.path.dirname(os.path.abspath(args.trace)), exist_ok=True)
+        p.export_chrome_trace(args.trace)
+        print(f"Chrome trace: {args.trace} (open in https://ui.perfetto.dev)")
+        step = None
+    return 0
 
 
 def main(argv=None):
@@ -79,7 +108,12 @@ def main(argv=None):
     vk, line = load_vkml()
     cpu_vulkan = vk is not None and vk._C.device_info()["type"] == "cpu"
     args.full_sizes = args.full or not (args.small or cpu_vulkan or vk is None)
-    cases = suite.select(suite.build(args.full_sizes, args.numel, args.mm), args.only)
+    cases = suite.select(suite.build(args.full_sizes, args.numel, args.mm), args.profile or args.only)
+    if args.profile:
+        if vk is None:
+            sys.exit(line)
+        print(line)
+        return profile_cases(cases, vk, args)
     if args.list:
         for c in cases:
             print(f"{c.group:12s} {c.name}  [{c.unit}]")

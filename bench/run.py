@@ -27,16 +27,19 @@ def run_one(case, dev, args, trace=None):
     opts = dict(case.opts)
     try:
         if trace is not None:
-            with trace() as counts:
+            failed = None
+            with trace() as counts:  # (filled when the block exits)
                 try:
                     step = case.build(dev)
                     step()
                     torch.vkml.synchronize()
-                except Exception:
-                    missing = _missing_ops(counts)
-                    if missing:
-                        return {"status": "missing", "value": None, "note": "missing: " + ", ".join(missing)}
-                    raise
+                except Exception as e:
+                    failed = e
+            if failed is not None:
+                missing = _missing_ops(counts)
+                if missing:
+                    return {"status": "missing", "value": None, "note": "missing: " + ", ".join(missing)}
+                raise failed
         else:
             step = case.build(dev)
         t, note = measure(step, dev, repeats=args.repeats, min_time=args.min_time, budget=args.budget, **opts)
