@@ -115,7 +115,14 @@ class profile:
 
     The block ends with a synchronize. Outside a block no query is written. A device without
     timestamps (timestampValidBits 0) warns, runs the block untimed and says why in p.table().
-    Blocks do not nest."""
+    Blocks do not nest.
+
+    p (a Profile) also has: kernels [(name, submission, start_ns, end_ns)], one per dispatch or
+    copy, named by op-table row and shader ("add [elementwise_f32]") or "copy host->device";
+    submissions [(ticket, start_ns, end_ns)]; summary() (the table's rows); gpu_time_ns();
+    gaps_ns() (idle GPU time between consecutive submissions); table_text(); wall_s; host (the
+    block's vkml_torch.stats() counts). GPU times are on the device's clock, from the first
+    submission's start."""
 
     def __enter__(self):
         global _active
