@@ -1,7 +1,7 @@
 """vkml against torch CPU (same process) and torch CUDA (a child process), case by case.
 
     python -m bench [--full | --small] [--only WORDS] [--numel 1M,16M] [--mm 256,1024] [--repeats N]
-                    [--budget S] [--json PATH] [--list] [--cpu-in-child]
+                    [--budget S] [--threads N] [--json PATH] [--list] [--cpu-in-child]
     python -m bench --profile WORDS [--steps N] [--trace PATH]
 
 Prints a table of each device's figure and the ratios vkml/CPU and vkml/CUDA, and writes the
@@ -67,6 +67,8 @@ def parse_args(argv):
     ap.add_argument("--min-time", type=float, default=0.05, help="seconds a timed run lasts at least")
     ap.add_argument("--budget", type=float, default=20.0,
                     help="seconds per case and device: a first step over a third of it skips the case")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (default: torch's choice); on a shared machine 1 is steadier")
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench.json"), help="where the JSON goes")
     ap.add_argument("--list", action="store_true", help="list the selected cases and exit")
     ap.add_argument("--cpu-in-child", action="store_true",
@@ -86,7 +88,7 @@ def profile_cases(cases, vk, args):
     dev, sync = torch.device("vkml", 0), torch.vkml.synchronize
     for c in cases:
         step = c.build(dev)
-        for _ in range(max(3, c.opts.get("warmup", 3) // 3)):
+        for _ in range(3):  # the first step creates the pipelines
             step()
         sync()
         with vk.profile() as p:
@@ -105,6 +107,8 @@ def profile_cases(cases, vk, args):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     vk, line = load_vkml()
     cpu_vulkan = vk is not None and vk._C.device_info()["type"] == "cpu"
     args.full_sizes = args.full or not (args.small or cpu_vulkan or vk is None)

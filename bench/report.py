@@ -14,7 +14,9 @@ def fmt(v):
 
 def ratio(r, ref):
     v, w = r.get("value") if r else None, ref.get("value") if ref else None
-    return f"{v / w:.2f}x" if v is not None and w else "-"
+    if v is None or not w:
+        return "-"
+    return f"{v / w:.2f}x" if v / w >= 0.1 else f"{v / w:.2g}x"
 
 
 def cell(r):
