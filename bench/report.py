@@ -52,3 +52,27 @@ def print_table(cases, results, child=()):
             print(textwrap.fill(note, 110, initial_indent="    ", subsequent_indent="      "))
     if child:
         print("\n" + textwrap.fill(FOOTNOTE, 100, subsequent_indent="    "))
+
+
+def markdown(doc):
+    """The JSON file's table as Markdown (for docs/performance.md): python -m bench.report FILE."""
+    devs = [d for d in ("vkml", "cpu", "cuda") if any(d in c["results"] for c in doc["cases"])]
+    child = set(doc["info"].get("child_process", []))
+    head = ["case", "unit"] + [d + (" [1]" if d in child else "") for d in devs]
+    head += [f"vkml/{d}" for d in devs if d != "vkml" and "vkml" in devs]
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for c in doc["cases"]:
+        rs = c["results"]
+        row = [c["name"], c["unit"]] + [cell(rs.get(d)) for d in devs]
+        row += [ratio(rs.get("vkml"), rs.get(d)) for d in devs if d != "vkml" and "vkml" in devs]
+        out.append("| " + " | ".join(row) + " |")
+    notes = sorted({r["note"] for c in doc["cases"] for r in c["results"].values()
+                    if r.get("status") in ("missing", "error", "skipped")})
+    return "\n".join(out + ([""] + [f"- {n}" for n in notes] if notes else []))
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    with open(sys.argv[1]) as f:
+        print(markdown(json.load(f)))
