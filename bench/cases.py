@@ -78,6 +78,20 @@ def chain8_case(numel):
                 "chain8", note="counts 1 read + 1 write: the bytes a fused kernel moves")
 
 
+def dropout_case(numel):
+    def build(dev):
+        x = _rand(numel, dev=dev)
+        return lambda: F.dropout(x, 0.1, training=True)
+    return Case(f"dropout p=0.1 {fmt_numel(numel)} f32", "elementwise", "GB/s", 8 * numel, build, "dropout",
+                note="counts 1 read + 1 write; random numbers drawn where the device draws them")
+
+
+def randn_case(rows, cols):
+    def build(dev):
+        return lambda: torch.randn(rows, cols, device=dev)
+    return Case(f"randn {rows}x{cols} f32", "elementwise", "ms", 1, build, note="time per call, synchronized")
+
+
 def rows_case(kind, rows, cols):
     def build(dev):
         x = _rand(rows, cols, dev=dev)

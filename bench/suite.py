@@ -4,6 +4,7 @@ from . import cases as C
 
 SMALL = {
     "numel": [1 << 20],
+    "dropout": 1 << 20,
     "rows": (1024, 1024),
     "mm": [256, 512],
     "skinny": (4096, 256),
@@ -16,6 +17,7 @@ SMALL = {
 }
 FULL = {
     "numel": [1 << 20, 1 << 22, 1 << 24, 1 << 26, 1 << 28],
+    "dropout": 1 << 26,
     "rows": (4096, 4096),
     "mm": [256, 512, 1024, 2048, 4096, 8192],
     "skinny": (16384, 4096),
@@ -46,6 +48,7 @@ def build(full, numel=None, mm=None, dtypes=("f32", "f16", "bf16")):
         s["mm"] = mm
     out = [C.add_case(n) for n in s["numel"]]
     out += [C.chain8_case(n) for n in s["numel"]]
+    out += [C.dropout_case(s["dropout"]), C.randn_case(256, 2048)]
     out += [C.rows_case(k, *s["rows"]) for k in ("sum", "softmax", "layer_norm")]
     for dt in dtypes:
         out += [C.matmul_case(n, dt) for n in s["mm"]]
