@@ -30,6 +30,7 @@ Timestamps::~Timestamps() {
 
 std::string Timestamps::set_on(bool on) {
   if (on && !why_.empty()) return why_;
+  if (on) out_ = GpuProfile{};  // a new block starts empty (nothing left over from a late batch)
   on_ = on;
   return {};
 }
