@@ -59,7 +59,7 @@ help:
 	@echo "make validate  the whole suite under the Khronos validation layer, GPU-assisted validation too"
 	@echo "make fuzz    $(FUZZ_CASES) fuzz cases of every op row against torch CPU and the oracle"
 	@echo "make mutate  the shader mutation campaign (resumable; MUTATE_ARGS=\"--family reduce --limit 20\")"
-	@echo "make bench   bench/bench_ops.py \$$BENCH_ARGS (e.g. BENCH_ARGS=--full)"
+	@echo "make bench   python -m bench \$$BENCH_ARGS (e.g. BENCH_ARGS=--full; --help lists the options)"
 	@echo "make clean   remove build outputs (distclean also removes $(VENV))"
 	@echo "make wheel   build dist/vkml_torch-*.whl; make smoke installs it into a fresh venv and checks it"
 	@echo "make docs    regenerate docs/api.md from the docstrings"
@@ -103,7 +103,7 @@ mutate: setup
 	$(VPY) scripts/mutate.py $(MUTATE_ARGS)
 
 bench: setup
-	$(VPY) bench/bench_ops.py $(BENCH_ARGS)
+	$(VPY) -m bench $(BENCH_ARGS)
 
 # ---- Debian packages: dpkg -s each; apt-get only what is missing ---------------------------------
 apt:

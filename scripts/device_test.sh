@@ -21,5 +21,5 @@ grep -E "^FAILED" "$OUT/test_plain.log" | head -60
 echo "--- check-pass failures not in plain:"
 comm -13 <(grep -E "^FAILED" "$OUT/test_plain.log" | sort) <(grep -E "^FAILED" "$OUT/test_check.log" | sort) | head -20
 python3 -m vkml_torch.demo 2>&1 | tail -3
-timeout 150 python3 bench/bench_ops.py 2>&1 | tee "$OUT/bench.log" | tail -30
+timeout 400 python3 -m bench --json "$OUT/bench.json" 2>&1 | tee "$OUT/bench.log" | tail -80
 timeout 100 python3 bench/bench_flush.py 2>&1 | tee -a "$OUT/bench.log"

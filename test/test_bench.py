@@ -1,87 +1,128 @@
-"""bench/bench_ops.py: case (c)'s child-process path (how CUDA's MLP is timed; pytorch issue #161129),
-forced onto the CPU with --mlp-subprocess since this machine has no CUDA; and (f)'s time budget.
+"""The benchmark suite (python -m bench): the child-process path that times CUDA (pytorch issue
+#161129), forced onto the CPU with --cpu-in-child since this machine has no CUDA; its guard
+against a child with a PrivateUse1 backend; "missing" ops named through vkml_torch.trace();
+errors that do not stop the suite; the time budget; the JSON file.
 
-Tiny sizes: these check the plumbing, not the speed.
+Tiny sizes and one repeat: these check the plumbing, never the speed.
 """
 import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 import torch
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
-sys.path.insert(0, BENCH)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 
-import bench_cases  # noqa: E402
-import bench_ops  # noqa: E402
+import bench.__main__ as bench_main  # noqa: E402
+from bench import cases, run, suite, timing  # noqa: E402
+import vkml_torch  # noqa: E402
 
-TINY_MLP = (16, 8, 8, 4, 4, 2)
+ARGS = types.SimpleNamespace(repeats=1, min_time=0.0, budget=60.0)
 
 
-def _child(env_extra):
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
-    env.update(env_extra)
-    p = subprocess.run([sys.executable, bench_ops.CASES_PY, "mlp", "cpu", json.dumps(TINY_MLP), "1", "1"],
-                       env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout.strip().splitlines()[-1])
+def _bench(*argv, env=None):
+    p = subprocess.run([sys.executable, "-m", "bench", *argv], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_suite_end_to_end_with_the_child(tmp_path):
+    """The CPU timed in the child (as CUDA is): its figure is there, marked [1], with the
+    footnote; vkml's (in this process) too; the JSON holds both."""
+    out = _bench("--only", "add 64K,record", "--numel", "64K", "--repeats", "1", "--cpu-in-child",
+                 "--json", str(tmp_path / "b.json"))
+    assert "cpu [1]" in out and "#161129" in out, out
+    row = [line for line in out.splitlines() if line.startswith("add 64K f32")]
+    assert len(row) == 1 and "x" in row[0].split()[-4], out  # a vkml/cpu ratio
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["info"]["child_process"] == ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    names = [c["name"] for c in doc["cases"]]
+    assert names == ["add 64K f32", "record c = a + b (4 elements), host time, no sync"]
+    for c in doc["cases"]:
+        for dev in ("vkml", "cpu"):
+            r = c["results"][dev]
+            assert r["status"] == "ok" and r["value"] > 0, (c["name"], dev, r)
+    assert doc["cases"][0]["unit"] == "GB/s" and doc["cases"][0]["better"] == "higher"
 
 
 def test_child_needs_autoload_off():
     """Without TORCH_DEVICE_BACKEND_AUTOLOAD=0, `import torch` alone autoloads vkml_torch (entry
-    point), which is what breaks CUDA autograd; the child reports it, so the parent's guard in
-    mlp_steps_subprocess is not vacuous. (The clean child runs in the end-to-end test below.)"""
+    point), which is what breaks CUDA autograd; the child reports it, so the guard is not vacuous."""
     from importlib.metadata import entry_points
     if not any(e.name == "vkml" for e in entry_points(group="torch.backends")):
         pytest.skip("vkml_torch is built in place but not installed: no torch.backends entry point to autoload")
-    dirty = _child({})
-    assert dirty["vkml_imported"] is True and dirty["privateuse1"] == "vkml", dirty
-    assert dirty["steps_per_s"] > 0
-
-
-def test_mlp_steps_subprocess_rejects_dirty_or_failing_child(tmp_path, monkeypatch):
-    fake = tmp_path / "fake_child.py"
-    fake.write_text('print(\'{"steps_per_s": 1.0, "vkml_imported": true, "privateuse1": "vkml"}\')\n')
-    monkeypatch.setattr(bench_ops, "CASES_PY", str(fake))
-    with pytest.raises(RuntimeError, match="PrivateUse1 backend registered"):
-        bench_ops.mlp_steps_subprocess("cpu", TINY_MLP, 1)
-    fake.write_text("import sys\nsys.exit('boom')\n")
-    with pytest.raises(RuntimeError, match="exited with 1: boom"):
-        bench_ops.mlp_steps_subprocess("cpu", TINY_MLP, 1)
-
-
-def test_bench_script_mlp_subprocess_end_to_end():
-    """The whole script with the child path forced for the CPU: the clean child (no PrivateUse1
-    backend, else mlp_steps_subprocess raises and the cell is "-") gives the CPU figure, marked [1];
-    the footnote is printed; vkml's figure (in-process) is not marked."""
-    p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_ops.py"), "--cases", "c", "--repeats", "1",
-                        "--mlp-sizes", ",".join(map(str, TINY_MLP)), "--mlp-subprocess"],
-                       capture_output=True, text=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
+    a = {"full": False, "numel": [1024], "mm": None, "only": "add", "repeats": 1, "min_time": 0.0,
+         "budget": 60.0, "threads": 1}
+    p = subprocess.run([sys.executable, "-m", "bench.child", "cpu", json.dumps(a)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    row = [line for line in p.stdout.splitlines() if line.startswith("(c) MLP 16-8-8-4")]
-    assert len(row) == 1, p.stdout
-    # one [1] for the CPU; a second for CUDA where CUDA exists (it is always timed in the child)
-    assert row[0].count("[1]") == 1 + torch.cuda.is_available() and " - " not in row[0], row[0]
-    cpu_cell = row[0].split("[1]")[0].split()[-1]
-    assert float(cpu_cell.replace(",", "")) > 0, row[0]
-    child = "cpu, cuda" if torch.cuda.is_available() else "cpu"
-    assert f"      {child}: timed in a child process [1]" in p.stdout, p.stdout
-    assert "[1] timed in a child process started with TORCH_DEVICE_BACKEND_AUTOLOAD=0" in p.stdout
-    assert "#161129" in p.stdout
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["vkml_imported"] is True and res["privateuse1"] == "vkml", res
 
 
-def test_matmul_budget_skips_and_shortens():
-    cpu = torch.device("cpu")
-    v, why = bench_cases.matmul_tflops(cpu, 64, 3, budget_s=0.0)
-    assert v is None and why.startswith("skipped: one warm-up matmul took"), why
-    v, why = bench_cases.matmul_tflops(cpu, 64, 3, budget_s=60.0)
-    assert v > 0 and why == ""
+def test_child_results_rejects_dirty_or_failing_child(monkeypatch):
+    args = bench_main.parse_args(["--only", "add"])
+    args.full_sizes = False
+    out = {"results": {}, "vkml_imported": True, "privateuse1": "vkml"}
+    fake = types.SimpleNamespace(returncode=0, stdout=json.dumps(out) + "\n", stderr="")
+    monkeypatch.setattr(bench_main.subprocess, "run", lambda *a, **k: fake)
+    with pytest.raises(RuntimeError, match="PrivateUse1 backend registered"):
+        bench_main.child_results("cpu", args)
+    fake.returncode, fake.stderr = 1, "Traceback ...\nboom"
+    with pytest.raises(RuntimeError, match="exited with 1: boom"):
+        bench_main.child_results("cpu", args)
+
+
+def test_missing_op_is_named_and_errors_do_not_stop_the_suite():
+    def erfcx(dev):
+        x = torch.randn(8).to(dev)
+        return lambda: torch.special.erfcx(x)
+
+    def broken(dev):
+        raise ValueError("a broken case")
+    cs = [cases.Case("erfcx", "t", "ms", 1, erfcx), cases.Case("broken", "t", "ms", 1, broken),
+          cases.add_case(1024)]
+    res = run.run_device(cs, torch.device("vkml"), ARGS, trace=vkml_torch.trace)
+    assert res["erfcx"]["status"] == "missing" and "aten::special_erfcx" in res["erfcx"]["note"], res
+    assert res["broken"] == {"status": "error", "value": None, "note": "error: ValueError: a broken case"}
+    assert res["add 1K f32"]["status"] == "ok" and res["add 1K f32"]["value"] > 0
+    cpu = run.run_device(cs[:1], torch.device("cpu"), ARGS)
+    assert cpu["erfcx"]["status"] == "ok"
+
+
+def test_budget_skips_and_series_prediction():
+    t, note = timing.measure(lambda: None, torch.device("cpu"), budget=0.0)
+    assert t is None and note.startswith("skipped: the first step took"), note
+    t, note = timing.measure(lambda: None, torch.device("cpu"), repeats=3, min_time=0.0, budget=60.0)
+    assert t is not None and t >= 0 and note == ""
+    # a series: the second case's predicted step (1e9 times the work) exceeds budget / 3
+    small = cases.Case("s", "t", "ms", 1, lambda dev: (lambda: torch.ones(4).sum()), series="x")
+    big = cases.Case("b", "t", "ms", 1e9, lambda dev: pytest.fail("must not run"), series="x")
+    res = run.run_device([small, big], torch.device("cpu"), ARGS)
+    assert res["s"]["status"] == "ok" and res["b"]["status"] == "skipped", res
+    assert "predicted" in res["b"]["note"]
+
+
+def test_suite_lists_every_case_kind():
+    names = [c.name for c in suite.build(full=True)]
+    for word in ("add 256M", "chain of 8 elementwise 256M", "dropout p=0.1 64M", "randn 256x2048", "sum over rows", "softmax over rows", "layer_norm",
+                 "matmul 8192 f32", "matmul 8192 f16", "matmul 8192 bf16", "matmul m=1", "bmm", "conv2d",
+                 "embedding", "MLP 784-2048-2048-10 Adam, batch 256", "TransformerEncoderLayer",
+                 "1000 dependent tiny ops", "H2D copy 64 MiB pageable", "H2D copy 64 MiB pinned",
+                 "D2H copy 64 MiB pageable", "D2H copy 64 MiB pinned"):
+        assert any(n.startswith(word) for n in names), word
+    assert suite.parse_numel("1M,16M,256M,4096") == [1 << 20, 1 << 24, 1 << 28, 4096]
+    assert [c.name for c in suite.select(suite.build(False), "softmax")] == ["softmax over rows 1024x1024 f32"]
 
 
 def test_bench_pinned_runs():
-    p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_pinned.py"), "--mib", "1", "--repeats", "1"],
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_pinned.py"), "--mib", "1", "--repeats", "1"],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "pinned, non_blocking=True" in p.stdout, p.stdout

@@ -21,10 +21,11 @@ _torch_check.check(torch.__version__)  # before _C: it only loads under the torc
 from . import _C  # noqa: E402
 from . import _decomp  # noqa: E402
 from . import _device  # noqa: E402
+from ._profile import profile  # noqa: E402
 from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "flushes_subnormals", "trace", "set_rng_mode", "get_rng_mode"]
+           "set_eager", "flushes_subnormals", "trace", "profile", "set_rng_mode", "get_rng_mode"]
 
 _registered = False
 

@@ -294,4 +294,16 @@ Stats Device::stats() {
   return s;
 }
 
+Result<std::string> Device::set_profiling(bool on) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  VKML_TRY(flush_locked());
+  return backend_->set_profiling(on);
+}
+
+Result<GpuProfile> Device::take_profile() {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  VKML_TRY(flush_locked());
+  return backend_->take_profile();
+}
+
 }  // namespace vkml

@@ -86,6 +86,12 @@ class Device {
   // Probed once, on first call, by running x * 1 on subnormals (dispatch/probe.cpp).
   bool flushes_subnormals(Compute c);
 
+  // Profiling (vkml_torch.profile()): turning it on or off first runs what is pending (untimed
+  // when turning on). "" or why the device cannot time. take_profile() flushes and waits first.
+  Result<std::string> set_profiling(bool on);
+  Result<GpuProfile> take_profile();
+  uint64_t timestamps_written() const { return backend_->timestamps_written(); }
+
  Device(std::unique_ptr<Backend> b, int index) : backend_(std::move(b)), index_(index) {}  // use get()
 
  private:

@@ -251,6 +251,38 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& [k, n] : aten::trace_counts()) r[py::make_tuple(k.first, k.second)] = n;
     return r;
   });
+  // vkml_torch.profile() (vkml_torch/_profile.py): on/off returns "" or why the device cannot
+  // time; take returns ([(kernel, submission, start_ns, end_ns)], [(ticket, start_ns, end_ns)], lost).
+  m.def("_profile_set", [](bool on) {
+    Device& d = need();
+    std::string why;
+    Result<void> r;
+    {
+      py::gil_scoped_release nogil;
+      auto s = d.set_profiling(on);
+      if (s.ok()) why = s.value();
+      else r = s.error();
+    }
+    raise_if(r);
+    return why;
+  });
+  m.def("_profile_take", [] {
+    Device& d = need();
+    GpuProfile p;
+    Result<void> r;
+    {
+      py::gil_scoped_release nogil;
+      auto t = d.take_profile();
+      if (t.ok()) p = std::move(t.value());
+      else r = t.error();
+    }
+    raise_if(r);
+    py::list ks, ss;
+    for (const GpuKernel& k : p.kernels) ks.append(py::make_tuple(k.name, k.submission, k.start_ns, k.end_ns));
+    for (const GpuSubmission& s : p.submissions) ss.append(py::make_tuple(s.ticket, s.start_ns, s.end_ns));
+    return py::make_tuple(ks, ss, p.lost);
+  });
+  m.def("_timestamps_written", [] { return dev() ? dev()->timestamps_written() : uint64_t(0); });
   m.def("cpu_fallback_enabled", [] { return env().cpu_fallback; });
   m.def("op_table", &op_table);
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/limits.h"
 #include "graph/node.h"
@@ -57,6 +58,23 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;  // largest device-local heap
 };
 
+// GPU timestamps of the batches submitted while profiling (Backend::set_profiling), in ns on the
+// device's own clock (timestampPeriod applied; comparable within one device only).
+struct GpuKernel {
+  std::string name;         // "add [elementwise_f32]" (row [shader]), "copy host->device"
+  uint64_t submission = 0;  // the batch's ticket
+  double start_ns = 0, end_ns = 0;
+};
+struct GpuSubmission {
+  uint64_t ticket = 0;
+  double start_ns = 0, end_ns = 0;  // when the batch could start (after earlier ones), and ended
+};
+struct GpuProfile {
+  std::vector<GpuKernel> kernels;
+  std::vector<GpuSubmission> submissions;
+  uint64_t lost = 0;  // commands whose queries could not be read back
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -85,6 +103,13 @@ class Backend {
     return wait(t.value());
   }
   virtual uint64_t dispatches() const = 0;  // GPU dispatches + copies recorded since start
+
+  // Profiling: timestamps around every dispatch and copy of the batches submitted while on (none
+  // written while off). Returns "" or why the device cannot (it then stays off). take_profile()
+  // hands over what finished batches recorded, and forgets it.
+  virtual std::string set_profiling(bool on) = 0;
+  virtual GpuProfile take_profile() = 0;
+  virtual uint64_t timestamps_written() const = 0;  // queries written since start (tests)
 };
 
 }  // namespace vkml

@@ -10,6 +10,7 @@
 #include "backend/vulkan/lower.h"
 #include "backend/vulkan/memory.h"
 #include "backend/vulkan/pipelines.h"
+#include "backend/vulkan/timestamps.h"
 #include "backend/vulkan/vulkan_backend.h"
 
 namespace vkml::vk {
@@ -33,7 +34,8 @@ std::string hex(uint64_t a) {
 
 class VulkanBackend final : public Backend {
  public:
-  explicit VulkanBackend(std::unique_ptr<Device> d) : dev_(std::move(d)), mem_(*dev_), pipes_(*dev_) {}
+  explicit VulkanBackend(std::unique_ptr<Device> d)
+      : dev_(std::move(d)), mem_(*dev_), pipes_(*dev_), ts_(*dev_, kSlots) {}
 
   ~VulkanBackend() override {
     const auto& fn = dev_->fn;
@@ -79,6 +81,19 @@ class VulkanBackend final : public Backend {
   }
   uint64_t dispatches() const override { return dispatches_.load(); }
 
+  std::string set_profiling(bool on) override {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    return ts_.set_on(on);
+  }
+  GpuProfile take_profile() override {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    return ts_.take();
+  }
+  uint64_t timestamps_written() const override {
+    std::lock_guard<std::mutex> lk(exec_mu_);
+    return ts_.written();
+  }
+
   Result<uint64_t> submit(std::span<const Node> nodes) override {
     std::lock_guard<std::mutex> lk(exec_mu_);
     const auto& fn = dev_->fn;
@@ -105,6 +120,7 @@ class VulkanBackend final : public Backend {
         mb.dstAccessMask = kAll;
         fn.vkCmdPipelineBarrier(cmd_, kWork | VK_PIPELINE_STAGE_HOST_BIT, kWork, 0, 1, &mb, 0, nullptr, 0,
                                 nullptr);
+        VKML_TRY(ts_.begin(int(&sl - slots_), cmd_, nodes.size() * kMaxDispatchesPerNode));
         begun = true;
       }
       if (n.op == OpId::transfer) {
@@ -121,6 +137,7 @@ class VulkanBackend final : public Backend {
       }
     }
     if (!begun) return last_;  // nothing to run: done once the last submission is
+    ts_.end(next_ + 1);
     barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
     const char* last = op_info(nodes.back().op).name;
     VKML_TRY(check(fn.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", last));
@@ -200,6 +217,7 @@ class VulkanBackend final : public Backend {
     if (w == VK_NOT_READY) w = fn.vkWaitForFences(dev_->dev, 1, &sl.fence, VK_TRUE, UINT64_MAX);
     fn.vkResetFences(dev_->dev, 1, &sl.fence);
     done_ = sl.ticket;
+    if (w == VK_SUCCESS) ts_.harvest(int(&sl - slots_));
     return check(w, "vkWaitForFences", "submission");
   }
 
@@ -216,6 +234,13 @@ class VulkanBackend final : public Backend {
     dev_->fn.vkCmdPipelineBarrier(cmd_, kWork, stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
   }
 
+  // The profiler's name for a copy: which way it goes (staging memory is the host's side).
+  const char* copy_name(const Node& n) {
+    const bool from_host = mem_.host_ptr(n.t[1].addr) != nullptr, to_host = mem_.host_ptr(n.t[0].addr) != nullptr;
+    if (from_host) return to_host ? "copy host->host" : "copy host->device";
+    return to_host ? "copy device->host" : "copy device->device";
+  }
+
   Result<void> record_copy(const Node& n) {
     const uint64_t bytes = uint64_t(n.t[0].sizes[0]);
     if (n.t[1].numel() * int64_t(dtype_size(n.t[1].dtype)) < int64_t(bytes))
@@ -228,7 +253,9 @@ class VulkanBackend final : public Backend {
     if (!mem_.lookup(n.t[0].addr, bytes, &dst, &c.dstOffset))
       return fail(Err::invalid, "transfer: destination " + hex(n.t[0].addr) + " + " + std::to_string(bytes) +
                                     " bytes is not inside one vkml buffer");
+    if (ts_.active()) ts_.before(copy_name(n), "", 0);
     dev_->fn.vkCmdCopyBuffer(cmd_, src, dst, 1, &c);
+    ts_.after();
     barrier(kWork, kAll);
     return {};
   }
@@ -267,7 +294,9 @@ class VulkanBackend final : public Backend {
     } else if (d.pc_size) {
       fn.vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.pc_size, d.pc);
     }
+    ts_.before(op, d.shader, strnlen(d.shader, sizeof d.shader));
     fn.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
+    ts_.after();
     barrier(kWork, kAll);
     return {};
   }
@@ -281,12 +310,13 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Device> dev_;  // first: destroyed last
   Memory mem_;
   Pipelines pipes_;
+  Timestamps ts_;  // writes queries only while profiling
   VkCommandPool pool_ = VK_NULL_HANDLE;
   Slot slots_[kSlots];
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // the one being recorded
   Slot* slot_ = nullptr;                   // its slot
   uint64_t next_ = 0, last_ = 0, done_ = 0;  // tickets: last submitted, last known complete
-  std::mutex exec_mu_;
+  mutable std::mutex exec_mu_;
   std::atomic<uint64_t> dispatches_{0};
 };
 

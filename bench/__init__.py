@@ -1,0 +1,1 @@
+"""The benchmark suite: python -m bench (bench/__main__.py). See bench/README.md."""

@@ -1,0 +1,60 @@
+"""Timing one case on one device: warm up, then the median of several timed runs, each ended by a
+device synchronize. torch only (the CUDA child process imports this, never vkml_torch)."""
+import statistics
+import time
+
+import torch
+
+
+def sync_fn(dev):
+    if dev.type == "vkml":
+        return torch.vkml.synchronize
+    if dev.type == "cuda":
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+class NotApplicable(Exception):
+    """The case means nothing on this device (a host-device copy on the CPU)."""
+
+
+def measure(step, dev, repeats=5, min_time=0.05, budget=20.0, warmup=2, warm_time=1.0,
+            sync_each=False, sync_in_timing=True):
+    """(seconds per step: the median over `repeats` runs, note). A run repeats step() enough times
+    to last about min_time, then synchronizes (inside the timed span unless sync_in_timing is
+    False: then only the host's side is timed). Warm-up: at least 2 steps, then up to `warmup`
+    steps or warm_time seconds. A first step slower than budget / 3 skips the case (value None);
+    timed runs stop once budget is spent (the note says of how many runs the median is)."""
+    sync = sync_fn(dev)
+    t0 = time.perf_counter()
+    step()
+    sync()
+    first = time.perf_counter() - t0
+    if first > budget / 3:
+        return None, f"skipped: the first step took {first:.1f} s (--budget {budget:g} s)"
+    done, last = 1, first
+    while done < 2 or (done < warmup and time.perf_counter() - t0 < warm_time):
+        t1 = time.perf_counter()
+        step()
+        sync()
+        last = time.perf_counter() - t1
+        done += 1
+    iters = max(1, min(10000, int(min_time / max(last, 1e-9))))
+    runs, spent = [], 0.0
+    for _ in range(repeats):
+        t1 = time.perf_counter()
+        for _ in range(iters):
+            step()
+            if sync_each:
+                sync()
+        if sync_in_timing:
+            sync()
+        dt = time.perf_counter() - t1
+        if not sync_in_timing:
+            sync()
+        runs.append(dt / iters)
+        spent += time.perf_counter() - t1
+        if spent > budget:
+            break
+    note = f"median of {len(runs)} run(s): --budget {budget:g} s spent" if len(runs) < repeats else ""
+    return statistics.median(runs), note
