@@ -14,6 +14,8 @@ gloo's: deterministic for a fixed world size.
 """
 import datetime
 
+__all__ = ["VkmlProcessGroup", "register"]
+
 import torch
 import torch.distributed as dist
 from torch.futures import Future
