@@ -39,8 +39,9 @@ def _register():
     torch._register_device_module("vkml", _device)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
     _decomp.register()
-    from . import distributed
-    distributed.register()  # the "vkml" torch.distributed backend (gloo, staged through the host)
+    if torch.distributed.is_available():  # (torch builds without it have no gloo to build on)
+        from . import distributed
+        distributed.register()  # the "vkml" torch.distributed backend (gloo, staged through the host)
     from . import _cuda_check
     _cuda_check.warn_once()  # CUDA in the same process: pytorch issue #161129
 
