@@ -222,4 +222,7 @@ setup(
         )
     ],
     cmdclass={"build_ext": Build},
+    # setuptools' metadata scratch (vkml_torch.egg-info) in build/, not the source root: run from
+    # the root (as the tests are), a stale one there would be the distribution Python finds.
+    options={"egg_info": {"egg_base": "build"}},
 )

@@ -1,4 +1,4 @@
-"""Writes docs/api.md from the docstrings of vkml_torch and torch.vkml, or checks it is current.
+"""Writes docs/api.md from the docstrings of vkml_torch, torch.vkml and vkml_torch.distributed, or checks it is current.
 
     python scripts/gen_api_docs.py           # rewrite docs/api.md (make docs)
     python scripts/gen_api_docs.py --check   # exit 1 with a diff when it is out of date
@@ -58,7 +58,9 @@ def render():
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
     import torch  # and the installed vkml_torch (`make build` installs the tree editable)
     import vkml_torch
-    lines = [HEADER] + _entries(vkml_torch, "vkml_torch") + _entries(torch.vkml, "torch.vkml")
+    import vkml_torch.distributed
+    lines = ([HEADER] + _entries(vkml_torch, "vkml_torch") + _entries(torch.vkml, "torch.vkml")
+             + _entries(vkml_torch.distributed, "vkml_torch.distributed"))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -40,6 +40,11 @@ def _register():
     torch._register_device_module("vkml", _device)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_storage=True)
     _decomp.register()
+    if torch.distributed.is_available():  # (torch builds without it have no gloo to build on)
+        from . import distributed
+        distributed.register()  # the "vkml" torch.distributed backend (gloo, staged through the host)
+    from . import _cuda_check
+    _cuda_check.warn_once()  # CUDA in the same process: pytorch issue #161129
 
 
 _register()
@@ -57,19 +62,21 @@ def why_unavailable():
 def best_device():
     """(torch.device, reason): the vkml device when a Vulkan device is usable, else the CPU."""
     if _C.is_available():
-        i = _C.device_info()
-        idx = _C.device_index()
+        i = _C.device_info(0)
+        idx = _C.device_index(0)
         return (torch.device("vkml", 0),
                 f"using Vulkan device {idx}: {i['name']} ({i['type']}, Vulkan {i['api_version']}, "
                 f"driver {i['driver_version']})")
     return torch.device("cpu"), f"no usable Vulkan device ({_C.why_unavailable()}); using the CPU"
 
 
-def stats():
-    """Counters since process start: nodes, dispatches, submits, flushes, pending, checked, and
-    submit_us / wait_us: host time spent building and submitting batches (lowering each node,
-    recording commands) and waiting for them to finish."""
-    return _C.stats()
+def stats(device=None):
+    """The device's counters since process start (default: the current device): nodes,
+    dispatches, submits, flushes, pending, checked, and submit_us / wait_us: host time spent
+    building and submitting batches (lowering each node, recording commands) and waiting for them
+    to finish."""
+    from ._device import _index
+    return _C.stats(_index(device))
 
 
 def flushes_subnormals(dtype=torch.float32):

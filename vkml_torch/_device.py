@@ -1,4 +1,9 @@
-"""torch.vkml: what torch.cuda users reach for, for the vkml device (one device, index 0)."""
+"""torch.vkml: what torch.cuda users reach for, for the vkml devices.
+
+vkml:0 .. vkml:N-1 are the usable Vulkan 1.3 devices in the order discrete, integrated, virtual,
+CPU (VKML_DEVICE=K keeps only the K-th; VKML_FAKE_DEVICES=N presents one as N, for tests). As with
+CUDA, the current device is per thread, new tensors go to it, and kernels run on their tensors'
+device whatever the current one is."""
 import torch
 
 from . import _C
@@ -11,53 +16,69 @@ def is_available():
 
 
 def device_count():
-    """The number of vkml devices: 1 when a Vulkan device is usable, else 0."""
+    """The number of vkml devices (0 when no Vulkan device is usable)."""
     return _C.device_count()
 
 
 def current_device():
-    """The index of the current vkml device (always 0: one device per process)."""
-    return 0
+    """The index of the calling thread's current vkml device (0 until set_device())."""
+    return _C.current_device()
 
 
-def _index(device):
+def _index(device, optional=False):
     if device is None:
-        return 0
+        return current_device()
     if isinstance(device, str):
         device = torch.device(device)
     if isinstance(device, torch.device):
         if device.type != "vkml":
             raise ValueError(f"expected a vkml device, got {device}")
-        return device.index or 0
-    return int(device)
+        return current_device() if device.index is None else device.index
+    i = int(device)
+    return current_device() if optional and i < 0 else i
+
+
+def _check(i):
+    n = device_count()
+    if not 0 <= i < max(n, 1):
+        raise RuntimeError(f"vkml: invalid device ordinal: the device index is out of range. "
+                           f"It must be in [0, {n}), but got {i}.")
 
 
 def set_device(device):
-    """Select the vkml device (only index 0 exists; another raises RuntimeError)."""
+    """Make `device` (an index, "vkml:N" or torch.device) the calling thread's current vkml device:
+    new tensors on "vkml" go there. An absent index raises RuntimeError (invalid device ordinal)."""
     i = _index(device)
-    if not 0 <= i < max(device_count(), 1):
-        raise RuntimeError(f"vkml: invalid device ordinal: the device index is out of range. "
-                           f"It must be in [0, {device_count()}), but got {i}.")
+    _check(i)
+    if device_count():
+        _C.set_device(i)
 
 
 class device:
-    """Context manager selecting a vkml device (there is one: index 0)."""
+    """Context manager: `device` is the current vkml device inside, the previous one after.
+    A negative index or None leaves the current device as it is (as torch.cuda.device)."""
 
     def __init__(self, device):
-        self.idx = _index(device)
-        self.prev = 0
+        self.idx = -1 if device is None else _index(device)
+        self.prev = -1
 
     def __enter__(self):
-        set_device(self.idx)
+        self.prev = current_device()
+        if self.idx >= 0:
+            set_device(self.idx)
         return self
 
     def __exit__(self, *exc):
+        if self.idx >= 0 and device_count():
+            _C.set_device(self.prev)
         return False
 
 
 def synchronize(device=None):
-    """Submit everything pending and wait for it."""
-    _C.synchronize()
+    """Submit everything pending on the device (default: the current one) and wait for it."""
+    i = _index(device, optional=True)
+    _check(i)
+    _C.synchronize(i)
 
 
 class _Properties:
@@ -73,8 +94,9 @@ class _Properties:
 def get_device_properties(device=None):
     """The device's name, type, Vulkan api_version, driver_version, total_memory (bytes of its
     largest device-local heap), vendor and device ids, and the limits the backend uses."""
-    _index(device)
-    return _Properties(_C.device_info())
+    i = _index(device, optional=True)
+    _check(i)
+    return _Properties(_C.device_info(i))
 
 
 def get_device_name(device=None):
@@ -123,8 +145,8 @@ def get_rng_state(device="vkml"):
 
 
 def get_rng_state_all():
-    """[get_rng_state()]: one device."""
-    return [get_rng_state()]
+    """[get_rng_state()] per device: they share one generator (random ops draw on the host)."""
+    return [get_rng_state() for _ in range(max(device_count(), 1))]
 
 
 def set_rng_state(new_state, device="vkml"):
@@ -134,7 +156,7 @@ def set_rng_state(new_state, device="vkml"):
 
 
 def set_rng_state_all(new_states):
-    """set_rng_state(new_states[0]): one device."""
+    """set_rng_state(new_states[0]): the devices share one generator."""
     set_rng_state(new_states[0])
 
 

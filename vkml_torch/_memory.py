@@ -18,7 +18,7 @@ def _index(device):
     if isinstance(device, torch.device):
         if device.type != "vkml":
             raise ValueError(f"Expected a vkml device, but got: {device}")
-        return 0 if device.index is None else device.index
+        return _C.current_device() if device.index is None else device.index
     return int(device)
 
 

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "aten/common.h"
+#include "aten/devices.h"
 #include "aten/kernels.h"
 #include "aten/pinned.h"
 #include "aten/trace.h"
@@ -34,6 +35,7 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   const auto st = c10::dtype_or_default(dtype);
   to_dtype(st, "empty");
   if (dev) check_device_index(dev->index());
+  OnDevice on(dev ? dev->index() : -1);  // "vkml:1" allocates there; "vkml" on the current device
   return at::detail::empty_generic(size, allocator(), kKeys, st, mf);
 }
 
@@ -43,13 +45,15 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   const auto st = c10::dtype_or_default(dtype);
   to_dtype(st, "empty_strided");
   if (dev) check_device_index(dev->index());
+  OnDevice on(dev ? dev->index() : -1);
   return at::detail::empty_strided_generic(size, stride, allocator(), kKeys, st);
 }
 
-// Grows the storage (keeping its bytes) so that it holds `need` bytes.
+// Grows the storage (keeping its bytes) so that it holds `need` bytes, on the storage's device.
 void ensure_storage(const at::Tensor& self, size_t need) {
   c10::StorageImpl* s = self.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
   if (need <= s->nbytes()) return;
+  OnDevice on(s->device().type() == c10::DeviceType::PrivateUse1 ? s->device().index() : -1);
   TORCH_CHECK(s->resizable(), "Trying to resize storage that is not resizable");
   c10::DataPtr fresh = allocator()->allocate(need);
   if (s->nbytes()) allocator()->copy_data(fresh.get(), s->data(), s->nbytes());
@@ -104,6 +108,7 @@ at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
 }
 
 at::Tensor& set_empty(at::Tensor& self) {
+  OnDevice on(self);
   c10::Storage s(c10::Storage::use_byte_size_t(), 0, allocator(), true);
   return set_storage(self, std::move(s), 0, {0}, {});
 }
@@ -111,6 +116,7 @@ at::Tensor& set_empty(at::Tensor& self) {
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   TORCH_CHECK(self.numel() > 0, "vkml: item() on an empty tensor");
   uint8_t b[8] = {};
+  OnDevice on(self);
   check(device().download(addr_of(self), b, self.itemsize()));
   auto get = [&](auto v) { std::memcpy(&v, b, sizeof(v)); return v; };
   switch (self.scalar_type()) {
@@ -143,14 +149,20 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     return dst;
   at::assert_no_internal_overlap(dst);
   at::assert_no_partial_overlap(dst, self);
-  if (on_vkml(self) && on_vkml(dst)) {
+  // On the destination's device, or the source's for copies to the host.
+  OnDevice on(on_vkml(dst) ? dst : self);
+  if (on_vkml(self) && on_vkml(dst) && self.device() != dst.device()) {
+    // Between two vkml devices: through the host (their memory is not shared).
+    copy_from(self.to(c10::kCPU), dst, false);
+  } else if (on_vkml(self) && on_vkml(dst)) {
     copy_on_device(dst, self);
   } else if (on_vkml(dst)) {  // cpu -> vkml: convert on the CPU (its casts are the reference)
     at::Tensor src = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
     const size_t bytes = size_t(src.nbytes());
     // From pinned memory without blocking (as CUDA: the source must not change until a sync): the
     // GPU copies from it directly. Otherwise its bytes are captured now, into a staging buffer.
-    const uint64_t pinned = non_blocking ? pinned_device_address(src.const_data_ptr(), bytes) : 0;
+    // (Pinned blocks belong to vkml:0: another device cannot read them.)
+    const uint64_t pinned = non_blocking && dst.device().index() == 0 ? pinned_device_address(src.const_data_ptr(), bytes) : 0;
     if (pinned && dst.is_contiguous()) {
       check(device().upload_from_host_block(addr_of(dst), pinned, bytes));
     } else if (dst.is_contiguous()) {
@@ -183,6 +195,7 @@ at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& 
   std::optional<c10::Device> common;  // torch's wrapper check (cat.out is not NoCheck)
   c10::impl::check_and_update_common_device(common, out, "aten::cat.out", "out");
   c10::impl::check_and_update_common_device(common, tensors, "aten::cat.out", "tensors");
+  OnDevice on(out);
   std::vector<at::Tensor> ts;
   for (const at::Tensor& t : tensors) ts.push_back(t);
   TORCH_CHECK(!ts.empty(), "torch.cat(): expected a non-empty list of Tensors");

@@ -11,10 +11,15 @@ static_assert(int(c10::ScalarType::Byte) == int(DType::u8) && int(c10::ScalarTyp
               int(c10::ScalarType::Bool) == int(DType::b8) && int(c10::ScalarType::BFloat16) == int(DType::bf16),
               "DType codes must equal c10::ScalarType's");
 
-Device& device() {
-  Device* d = Device::get();
+Device& device() { return device(-1); }
+
+Device& device(int index) {
+  if (index < 0) index = Device::current();
+  Device* d = Device::get(index);
   TORCH_CHECK(d || !Device::in_bad_fork(), Device::why_unavailable());
-  TORCH_CHECK(d, "vkml: no Vulkan device is available: ", Device::why_unavailable());
+  if (!d && index > 0 && Device::device_count() > 0 && Device::why_unavailable(index).empty())
+    check_device_index(index);
+  TORCH_CHECK(d, "vkml: no Vulkan device is available: ", Device::why_unavailable(index));
   return *d;
 }
 

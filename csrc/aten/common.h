@@ -13,8 +13,10 @@
 
 namespace vkml::aten {
 
-// The device, or a clear error saying why there is none.
+// The current device (aten/devices.h's OnDevice sets it), or a clear error saying why there is none.
 Device& device();
+// Device vkml:index (-1: the current one), or that error.
+Device& device(int index);
 
 // An index of a vkml device that exists (-1: the current one), else torch's kind of error:
 // "invalid device ordinal" (as CUDA's) with torch_openreg's wording (aten/devices.cpp).
@@ -35,7 +37,9 @@ c10::ScalarType to_scalar_type(DType t);
 // The device address of t's data. Every operand address passes here, so a tensor of another
 // device (a CPU pointer is no device address) raises instead of reaching a shader.
 inline uint64_t addr_of(const at::TensorBase& t) {
-  if (C10_UNLIKELY(t.device().type() != c10::DeviceType::PrivateUse1)) wrong_device(t);
+  // Another vkml device's address would be valid there, not here: the index must match too.
+  if (C10_UNLIKELY(t.device().type() != c10::DeviceType::PrivateUse1 || t.device().index() != Device::current()))
+    wrong_device(t);
   return reinterpret_cast<uint64_t>(t.const_data_ptr());
 }
 

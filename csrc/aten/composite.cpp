@@ -161,6 +161,7 @@ namespace vkml::aten {
 
 void DerivedKernel::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* s) {
   if (tracing()) trace(op, Path::composite);
+  OnDevice on(stack_device(op, *s));
   if (!handle) {
     const auto dot = functional.find('.');
     const std::string name = "aten::" + functional.substr(0, dot);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "aten/devices.h"
 #include "aten/trace.h"
 
 namespace vkml::aten {
@@ -22,6 +23,7 @@ struct CompositeKernel final : c10::OperatorKernel {
   explicit CompositeKernel(c10::KernelFunction k) : k(std::move(k)) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* s) {
     if (tracing()) trace(op, Path::composite);
+    OnDevice on(stack_device(op, *s));
     k.callBoxed(op, ks, s);
   }
   c10::KernelFunction k;

@@ -7,15 +7,22 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "aten/common.h"
+#include "aten/devices.h"
 #include "aten/pinned.h"
 #include "aten/random.h"
 
 namespace vkml::aten {
 namespace {
 
+// A block and the device it came from (freed there, whichever device is current).
+struct Owned {
+  Block block;
+  int device;
+};
+
 void delete_block(void* ctx) {
-  auto* b = static_cast<Block*>(ctx);
-  if (Device* d = Device::get()) d->free(*b);
+  auto* b = static_cast<Owned*>(ctx);
+  if (Device* d = Device::get(b->device)) d->free(b->block);
   delete b;
 }
 
@@ -27,12 +34,13 @@ void put(c10::CachingAllocator::Stat& s, const Counter& c) {
 // A c10::DeviceAllocator, so that torch.accelerator's memory functions read its counters.
 struct VkmlAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t n) override {
-    c10::Device dev(c10::DeviceType::PrivateUse1, 0);
+    // On the current device (kernels and factories make their tensors' device current).
+    c10::Device dev(c10::DeviceType::PrivateUse1, c10::DeviceIndex(Device::current()));
     if (n == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, dev};
     auto r = device().alloc(n);
     if (!r.ok()) raise(r.error());
-    auto* b = new Block(r.value());
-    return {reinterpret_cast<void*>(b->addr), b, &delete_block, dev};
+    auto* b = new Owned{r.value(), Device::current()};
+    return {reinterpret_cast<void*>(b->block.addr), b, &delete_block, dev};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -40,13 +48,13 @@ struct VkmlAllocator final : c10::DeviceAllocator {
     record(transfer_node(reinterpret_cast<uint64_t>(dest), reinterpret_cast<uint64_t>(src), count));
   }
   bool initialized() override { return Device::get() != nullptr; }
-  void emptyCache(c10::MempoolId_t) override {
-    if (Device* d = Device::get()) d->empty_cache();
+  void emptyCache(c10::MempoolId_t) override {  // every device's, as CUDA's
+    for (Device* d : Device::opened_devices()) d->empty_cache();
   }
   void recordStream(const c10::DataPtr&, c10::Stream) override {}  // one queue, in order
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex i) override {
     c10::CachingDeviceAllocator::DeviceStats r;
-    Device* d = Device::get();
+    Device* d = i >= 0 && i < Device::device_count() ? Device::get(i) : nullptr;
     if (!d) return r;
     MemoryStats m = d->memory_stats();
     for (size_t k = 0; k < 3; ++k) {
@@ -67,15 +75,19 @@ struct VkmlAllocator final : c10::DeviceAllocator {
     r.num_device_free = m.num_device_free;
     return r;
   }
-  void resetAccumulatedStats(c10::DeviceIndex) override {
-    if (Device* d = Device::get()) d->reset_memory_stats(false, true);
+  void resetAccumulatedStats(c10::DeviceIndex i) override {
+    if (Device* d = stats_device(i)) d->reset_memory_stats(false, true);
   }
-  void resetPeakStats(c10::DeviceIndex) override {
-    if (Device* d = Device::get()) d->reset_memory_stats(true, false);
+  void resetPeakStats(c10::DeviceIndex i) override {
+    if (Device* d = stats_device(i)) d->reset_memory_stats(true, false);
+  }
+  static Device* stats_device(c10::DeviceIndex i) {
+    return i >= 0 && i < Device::device_count() ? Device::get(i) : nullptr;
   }
   // Free as this process sees it: the heap less what vkml holds (no VK_EXT_memory_budget yet).
-  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex) override {
-    Device& d = device();
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex i) override {
+    check_device_index(i);
+    Device& d = device(i);
     size_t total = d.info().memory_bytes, held = d.memory_stats().reserved;
     return {total > held ? total - held : 0, total};
   }
@@ -86,22 +98,31 @@ VkmlAllocator g_allocator;
 struct Guard final : c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
   c10::DeviceType type() const override { return kType; }
-  // Every op that names a device passes here (factories, .to()): "vkml:1" with one device raises.
+  // The calling thread's current device (dispatch/device.h), as CUDA's. Every op that names a
+  // device passes here (factories, .to(), torch.accelerator.set_device_index): an absent one raises.
   c10::Device exchangeDevice(c10::Device d) const override {
+    const c10::Device prev = getDevice();
     setDevice(d);
-    return {kType, 0};
+    return prev;
   }
-  c10::Device getDevice() const override { return {kType, 0}; }
-  void setDevice(c10::Device d) const override { check_device_index(d.index()); }
-  void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0)); }
-  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, c10::Device(kType, 0)); }
+  c10::Device getDevice() const override { return {kType, c10::DeviceIndex(Device::current())}; }
+  void setDevice(c10::Device d) const override {
+    check_device_index(d.index());
+    if (d.index() >= 0) Device::set_current(d.index());
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0 && d.index() < Device::device_count()) Device::set_current(d.index());
+  }
+  // One in-order queue per device: its default stream.
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, on(d)); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, on(s.device())); }
+  static c10::Device on(c10::Device d) { return {kType, d.index() < 0 ? c10::DeviceIndex(Device::current()) : d.index()}; }
   c10::DeviceIndex deviceCount() const noexcept override { return c10::DeviceIndex(Device::device_count()); }
   void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
   void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override { check(device().flush()); }
+  void synchronizeDevice(const c10::DeviceIndex i) const override { check(device(i).flush()); }
 };
 
 struct Hooks final : at::PrivateUse1HooksInterface {
@@ -110,7 +131,10 @@ struct Hooks final : at::PrivateUse1HooksInterface {
   // Generators on the vkml device that draw with a CPU generator inside (aten/random.h).
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return default_generator(); }
   at::Generator getNewGenerator(c10::DeviceIndex) const override { return new_generator(); }
-  at::Device getDeviceFromPtr(void*) const override { return {c10::DeviceType::PrivateUse1, 0}; }
+  // An address alone does not say which device (two may share a physical one): the current one.
+  at::Device getDeviceFromPtr(void*) const override {
+    return {c10::DeviceType::PrivateUse1, c10::DeviceIndex(Device::current())};
+  }
   // A CUDA build of torch pins `torch.empty(..., pin_memory=True)` with CUDA's host allocator
   // whenever CUDA is present (at::detail::GetCPUAllocatorMaybePinned asks CUDA first), while
   // is_pinned() asks the accelerator, vkml: memory CUDA pinned counts as pinned too. Only our own
@@ -132,6 +156,7 @@ struct Hooks final : at::PrivateUse1HooksInterface {
 void Hooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const {
   auto* impl = storage.unsafeGetStorageImpl();
   TORCH_CHECK(impl->resizable(), "vkml: trying to resize storage that is not resizable");
+  OnDevice on(impl->device().index());
   size_t old = impl->nbytes();
   c10::DataPtr fresh = g_allocator.allocate(newsize);
   if (old && newsize) g_allocator.copy_data(fresh.get(), impl->data(), std::min(old, newsize));

@@ -40,6 +40,24 @@ void check_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack
     if (!args[i].is_out() && !args[i].kwarg_only()) visit(i);
 }
 
+int stack_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      if (int d = OnDevice::index_of(v.toTensor()); d >= 0) return d;
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList())
+        if (int d = OnDevice::index_of(t); d >= 0) return d;
+    } else if (v.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor>& t : v.toOptionalTensorList())
+        if (t.has_value())
+          if (int d = OnDevice::index_of(*t); d >= 0) return d;
+    }
+  }
+  return -1;
+}
+
 void check_device_index(int64_t index) {
   const int n = Device::device_count();
   TORCH_CHECK(index == -1 || (index >= 0 && index < n), "vkml: invalid device ordinal: the device index is out of range. ",
@@ -49,7 +67,7 @@ void check_device_index(int64_t index) {
 void wrong_device(const at::TensorBase& t) {
   // TensorIterator's wording (what elementwise ops raise for the same mistake).
   TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
-              c10::Device(c10::DeviceType::PrivateUse1, 0), " and ", t.device(), "!");
+              c10::Device(c10::DeviceType::PrivateUse1, c10::DeviceIndex(Device::current())), " and ", t.device(), "!");
 }
 
 }  // namespace vkml::aten

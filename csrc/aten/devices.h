@@ -3,6 +3,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include "dispatch/device.h"
+
 namespace vkml::aten {
 
 // Whether torch checks the devices of this overload's tensors before its kernel ("add.Tensor"):
@@ -13,5 +15,29 @@ bool torch_checks_devices(const char* overload);
 // That check: out= tensors first, then the positional arguments; the first defined tensor sets
 // the device. torch's own error and message; `method` names the op in it.
 void check_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, const char* method);
+
+// Makes vkml:index the calling thread's current device for the scope (index < 0: leaves it), as
+// the DeviceGuard of torch's generated wrappers does: a kernel allocates on and runs on the device
+// of its tensors, whatever device the caller has selected.
+class OnDevice {
+ public:
+  explicit OnDevice(int index) : prev_(Device::current()) {
+    if (index >= 0) Device::set_current(index);
+  }
+  explicit OnDevice(const at::TensorBase& t) : OnDevice(index_of(t)) {}
+  ~OnDevice() { Device::set_current(prev_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+  // t's vkml device index, or -1 for a tensor of another device (or undefined).
+  static int index_of(const at::TensorBase& t) {
+    return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1 ? t.device().index() : -1;
+  }
+
+ private:
+  int prev_;
+};
+
+// The vkml device of the first vkml tensor among op's arguments on the stack (-1: none).
+int stack_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack);
 
 }  // namespace vkml::aten

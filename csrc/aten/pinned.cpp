@@ -40,16 +40,17 @@ void free_pinned(void* ctx) {
     --g_count;
   }
   // A recorded copy may still read it: the device frees it once no pending or running batch can.
-  if (Device* d = Device::get()) d->release_later(b->block);
+  if (Device* d = Device::get(0)) d->release_later(b->block);
   delete b;
 }
 
 struct PinnedAllocator final : at::HostAllocator {
   at::DataPtr allocate(size_t n) override {
     if (n == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, c10::Device(c10::DeviceType::CPU)};
-    auto r = device().alloc_host(n);
+    // Staging memory of vkml:0 (the device whose uploads can read it directly).
+    auto r = device(0).alloc_host(n);
     if (!r.ok()) raise(r.error());
-    auto* b = new Pinned{r.value(), static_cast<uint8_t*>(device().host_ptr(r.value())), n};
+    auto* b = new Pinned{r.value(), static_cast<uint8_t*>(device(0).host_ptr(r.value())), n};
     {
       std::lock_guard<std::mutex> lk(g_mu);
       g_live[reinterpret_cast<uintptr_t>(b->host)] = b;

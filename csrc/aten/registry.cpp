@@ -25,6 +25,7 @@ struct RowKernel final : c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     if (tracing()) trace(op, Path::native);
     if (check) check_devices(op, *stack, method.c_str());
+    OnDevice on(stack_device(op, *stack));
     Call c(op, stack);
     fn(id, c);
   }

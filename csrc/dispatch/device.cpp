@@ -9,6 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -27,10 +29,19 @@ uint64_t ns_since(Clock::time_point t0) {
 
 constexpr size_t kMaxStagedBytes = size_t(256) << 20;  // flush when pending uploads hold this much
 
-struct Opened {
-  Device* dev = nullptr;
+// One vkml:N: its physical device (list_devices() order) and, once opened, the Device.
+struct Slot {
+  int physical = 0;
+  std::once_flag once;
+  std::atomic<Device*> dev{nullptr};
   std::string why;
 };
+struct Slots {
+  std::vector<std::unique_ptr<Slot>> slots;  // empty when there is no device (why says why)
+  std::string why;
+};
+
+thread_local int t_current = 0;  // as CUDA's current device: per thread
 
 // Fork: set in the child when the parent had started Vulkan (pthread_atfork runs for os.fork too).
 std::atomic<bool> g_vulkan_started{false}, g_had_device{false}, g_bad_fork{false};
@@ -54,38 +65,83 @@ const std::string kBadFork =
 
 }  // namespace
 
-static Opened& opened();
+static Slots& slots();
+static Slot* slot(int index) {
+  auto& s = slots().slots;
+  return index >= 0 && index < int(s.size()) ? s[size_t(index)].get() : nullptr;
+}
 
 bool Device::in_bad_fork() { return g_bad_fork.load(); }
-Device* Device::get() { return in_bad_fork() ? nullptr : opened().dev; }
-const std::string& Device::why_unavailable() { return in_bad_fork() ? kBadFork : opened().why; }
-// In a bad fork the device still exists (as CUDA's count does); using it raises.
-int Device::device_count() { return in_bad_fork() ? int(g_had_device.load()) : get() ? 1 : 0; }
 
-static Opened& opened() {
-  static Opened o = [] {
+Device* Device::get(int index) {
+  if (in_bad_fork()) return nullptr;
+  Slot* s = slot(index);
+  if (!s) return nullptr;
+  std::call_once(s->once, [&] {
+    auto b = vk::create_backend(s->physical, env().min_spec);
+    if (!b.ok()) {
+      s->why = b.error().msg;
+      return;
+    }
+    s->dev.store(new Device(std::move(b.value()), index, s->physical));  // lives for the process: tensors may outlive main
+    g_had_device.store(true);
+  });
+  return s->dev.load();
+}
+
+int Device::current() { return t_current; }
+void Device::set_current(int index) { t_current = index; }
+
+const std::string& Device::why_unavailable(int index) {
+  static const std::string none;
+  if (in_bad_fork()) return kBadFork;
+  Slots& all = slots();
+  if (all.slots.empty()) return all.why;
+  Slot* s = slot(index);
+  if (!s) return none;
+  get(index);
+  return s->why;
+}
+
+// In a bad fork the devices still exist (as CUDA's count does); using them raises.
+int Device::device_count() {
+  if (in_bad_fork()) return g_had_device.load() ? int(slots().slots.size()) : 0;
+  return get(0) ? int(slots().slots.size()) : 0;
+}
+
+std::vector<Device*> Device::opened_devices() {
+  std::vector<Device*> r;
+  for (auto& s : slots().slots) {
+    if (Device* d = s->dev.load()) r.push_back(d);
+  }
+  return r;
+}
+
+static Slots& slots() {
+  static Slots o = [] {
     g_vulkan_started.store(true);
     (void)g_atfork;
-    Opened r;
+    Slots r;
     std::string why;
     auto devices = vk::list_devices(&why);
     if (devices.empty()) {
       r.why = why.empty() ? "no Vulkan 1.3 device found" : why;
       return r;
     }
-    int index = env().device < 0 ? 0 : env().device;
-    if (index >= int(devices.size())) {
-      r.why = "VKML_DEVICE=" + std::to_string(index) + " but only " + std::to_string(devices.size()) +
+    const int chosen = env().device;
+    if (chosen >= int(devices.size())) {
+      r.why = "VKML_DEVICE=" + std::to_string(chosen) + " but only " + std::to_string(devices.size()) +
               " Vulkan device(s) found";
       return r;
     }
-    auto b = vk::create_backend(index, env().min_spec);
-    if (!b.ok()) {
-      r.why = b.error().msg;
-      return r;
+    std::vector<int> physical;
+    if (env().fake_devices > 0) physical.assign(size_t(env().fake_devices), chosen < 0 ? 0 : chosen);
+    else if (chosen >= 0) physical = {chosen};
+    else for (int i = 0; i < int(devices.size()); ++i) physical.push_back(i);
+    for (int p : physical) {
+      r.slots.push_back(std::make_unique<Slot>());
+      r.slots.back()->physical = p;
     }
-    r.dev = new Device(std::move(b.value()), index);  // lives for the process: tensors may outlive main
-    g_had_device.store(true);
     return r;
   }();
   return o;

@@ -29,17 +29,27 @@ struct Stats {
 
 class Device {
  public:
-  // The process's device, opened on first use; null when there is none (see why_unavailable()).
-  static Device* get();
-  static const std::string& why_unavailable();
-  static int device_count();  // never throws; 0 or 1
+  // Devices are numbered 0..device_count()-1 (vkml:N): every usable Vulkan device in
+  // list_devices() order, or only VKML_DEVICE's; VKML_FAKE_DEVICES=N presents that first one as N
+  // devices (each its own Vulkan device and context over the same physical device), for tests.
+  // get(i): device i, opened on first use; null when it cannot be (see why_unavailable(i)).
+  static Device* get(int index);
+  // The calling thread's current device (torch's current device; 0 until set_current()).
+  static Device* get() { return get(current()); }
+  static int current();
+  static void set_current(int index);  // index must be in [0, device_count())
+  static const std::string& why_unavailable(int index = 0);
+  static int device_count();  // never throws; 0 when device 0 cannot be opened
+  // The devices opened so far (the switches apply to each).
+  static std::vector<Device*> opened_devices();
   // A process forked after Vulkan was initialised cannot use it (the driver's threads and queues
   // stay in the parent): get() is then null and why_unavailable() says so, as CUDA does.
   static bool in_bad_fork();
 
   const DeviceInfo& info() const { return backend_->info(); }
   const Limits& limits() const { return backend_->limits(); }
-  int index() const { return index_; }
+  int index() const { return index_; }        // N of vkml:N
+  int physical() const { return physical_; }  // its index in list_devices() order
 
   // Device memory. On out-of-memory: flush, return cached memory to the driver, retry once.
   Result<Block> alloc(size_t bytes);
@@ -92,7 +102,8 @@ class Device {
   Result<GpuProfile> take_profile();
   uint64_t timestamps_written() const { return backend_->timestamps_written(); }
 
- Device(std::unique_ptr<Backend> b, int index) : backend_(std::move(b)), index_(index) {}  // use get()
+ Device(std::unique_ptr<Backend> b, int index, int physical)
+     : backend_(std::move(b)), index_(index), physical_(physical) {}  // use get()
 
  private:
   // Submits the pending graph; with wait, also waits for it (and for everything before it).
@@ -106,7 +117,7 @@ class Device {
   Result<void> take_assert();  // after a wait: the assert found by what was waited for, once
 
   std::unique_ptr<Backend> backend_;
-  int index_ = 0;
+  int index_ = 0, physical_ = 0;
   Graph graph_;
   // What submitted batches keep alive (upload staging), released once their ticket completes.
   std::vector<std::pair<uint64_t, std::vector<std::shared_ptr<void>>>> inflight_;

@@ -21,7 +21,7 @@ using namespace vkml;
 
 namespace {
 
-Device* dev() { return Device::get(); }
+Device* dev(int index = -1) { return Device::get(index < 0 ? Device::current() : index); }
 
 
 
@@ -44,13 +44,16 @@ void raise_if(const Result<void>& r) {
   if (!r.ok()) throw_error(r.error());
 }
 
-Device& need() {
-  Device* d = dev();
+Device& need(int index = -1) {
+  if (index >= 0 && index >= Device::device_count() && Device::device_count() > 0)
+    throw_error(fail(Err::runtime, "vkml: invalid device ordinal: the device index is out of range. It must be in [0, " +
+                                       std::to_string(Device::device_count()) + "), but got " + std::to_string(index) + "."));
+  Device* d = dev(index);
   if (!d && Device::in_bad_fork()) {  // CUDA's wording, unprefixed (as aten raises it)
     PyErr_SetString(PyExc_RuntimeError, Device::why_unavailable().c_str());
     throw py::error_already_set();
   }
-  if (!d) throw_error(fail(Err::no_device, "no Vulkan device is available: " + Device::why_unavailable()));
+  if (!d) throw_error(fail(Err::no_device, "no Vulkan device is available: " + Device::why_unavailable(index < 0 ? 0 : index)));
   return *d;
 }
 
@@ -59,8 +62,10 @@ void set_switch(F f) {
   Result<void> r;
   {
     py::gil_scoped_release nogil;
-    if (Device* d = dev()) r = d->with_switches(f);
-    else f(env());
+    // What every device recorded under the old switches runs first.
+    for (Device* d : Device::opened_devices())
+      if (r.ok()) r = d->flush();
+    if (r.ok()) f(env());
   }
   raise_if(r);
 }
@@ -123,15 +128,21 @@ PYBIND11_MODULE(_C, m) {
     sigaction(SIGSEGV, &sa, nullptr);
     sigaction(SIGBUS, &sa, nullptr);
   }
-  m.def("is_available", [] { return dev() != nullptr || Device::device_count() > 0; });  // (a bad fork: true, as CUDA)
+  m.def("is_available", [] { return dev(0) != nullptr || Device::device_count() > 0; });  // (a bad fork: true, as CUDA)
   m.def("why_unavailable", [] { return Device::why_unavailable(); });
   m.def("device_count", [] { return Device::device_count(); });
   m.def("is_in_bad_fork", [] { return Device::in_bad_fork(); });
   // Whether torch device-checks an overload ("clamp_min.Tensor") before its kernel (tests).
   m.def("torch_checks_devices", [](const std::string& o) { return aten::torch_checks_devices(o.c_str()); });
-  m.def("device_index", [] { return need().index(); });
-  m.def("device_info", [] {
-    Device& d = need();
+  // vkml:index's position among the Vulkan devices (list_devices() order; VKML_DEVICE's with it set).
+  m.def("device_index", [](int index) { return need(index).physical(); }, py::arg("index") = -1);
+  m.def("current_device", [] { return Device::current(); });
+  m.def("set_device", [](int index) {
+    need(index);  // torch's kind of error for an absent one
+    Device::set_current(index);
+  });
+  m.def("device_info", [](int index) {
+    Device& d = need(index);
     const DeviceInfo& i = d.info();
     const Limits& l = d.limits();
     py::dict r;
@@ -151,11 +162,14 @@ PYBIND11_MODULE(_C, m) {
     r["float16"] = l.float16;
     r["float_controls"] = l.float_controls;
     r["min_spec"] = env().min_spec;
+    r["index"] = d.index();
+    r["vulkan_index"] = d.physical();
     return r;
-  });
-  m.def("synchronize", [] {
+  }, py::arg("index") = -1);
+  m.def("synchronize", [](int index) {
     if (Device::in_bad_fork()) need();  // raises, as torch.cuda.synchronize() does there
-    if (Device* d = dev()) {
+    if (index >= 0) need(index);
+    if (Device* d = dev(index)) {
       Result<void> r;
       {
         py::gil_scoped_release nogil;
@@ -163,10 +177,10 @@ PYBIND11_MODULE(_C, m) {
       }
       raise_if(r);  // with the GIL: it sets the Python error
     }
-  });
-  m.def("stats", [] {
+  }, py::arg("index") = -1);
+  m.def("stats", [](int index) {
     py::dict r;
-    Stats s = dev() ? dev()->stats() : Stats{};
+    Stats s = dev(index) ? dev(index)->stats() : Stats{};
     r["nodes"] = s.nodes;
     r["dispatches"] = s.dispatches;
     r["submits"] = s.submits;
@@ -176,17 +190,17 @@ PYBIND11_MODULE(_C, m) {
     r["submit_us"] = double(s.submit_ns) / 1e3;
     r["wait_us"] = double(s.wait_ns) / 1e3;
     return r;
-  });
-  m.def("memory_stats", [] {
+  }, py::arg("index") = -1);
+  m.def("memory_stats", [](int index) {
     py::dict r;
-    MemoryStats s = dev() ? dev()->memory_stats() : MemoryStats{};
+    MemoryStats s = dev(index) ? dev(index)->memory_stats() : MemoryStats{};
     r["allocated"] = s.allocated;
     r["reserved"] = s.reserved;
     r["max_allocated"] = s.max_allocated;
     return r;
-  });
-  m.def("empty_cache", [] {
-    if (Device* d = dev()) d->empty_cache();
+  }, py::arg("index") = -1);
+  m.def("empty_cache", [] {  // every device's, as torch.cuda.empty_cache()
+    for (Device* d : Device::opened_devices()) d->empty_cache();
   });
   m.def("rng_manual_seed", [](uint64_t seed) { aten::rng_manual_seed(seed); });
   m.def("rng_seed", [] { return aten::rng_seed(); });

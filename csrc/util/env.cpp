@@ -22,6 +22,8 @@ Env read() {
   e.trace = flag("VKML_TRACE");
   e.crash_trace = flag("VKML_CRASH_TRACE");
   e.device = integer("VKML_DEVICE", -1);
+  e.fake_devices = integer("VKML_FAKE_DEVICES", 0);
+  if (e.fake_devices < 0) e.fake_devices = 0;
   e.max_pending = integer("VKML_MAX_PENDING", 4096);
   if (e.max_pending < 1) e.max_pending = 1;
   if (const char* d = std::getenv("VKML_SPIRV_DIR")) e.spirv_dir = d;

@@ -9,7 +9,8 @@ struct Env {
   bool check = false;         // VKML_CHECK=1: run every node on the oracle too and compare
   bool min_spec = false;      // VKML_MIN_SPEC=1: report only Vulkan 1.3's guaranteed limits
   bool cpu_fallback = false;  // VKML_CPU_FALLBACK=1: unsupported ops run on the CPU, warning once
-  int device = -1;            // VKML_DEVICE=N: pick Vulkan device N (after ordering); -1 = best
+  int device = -1;            // VKML_DEVICE=N: only Vulkan device N (after ordering) is vkml:0; -1 = all
+  int fake_devices = 0;       // VKML_FAKE_DEVICES=N: present the first (or VKML_DEVICE's) device as N, for tests
   int max_pending = 4096;     // VKML_MAX_PENDING: flush when this many nodes are pending
   bool trace = false;         // VKML_TRACE=1: log each aten op reaching vkml once (path taken), counts at exit
   bool crash_trace = false;   // VKML_CRASH_TRACE=1: print the native stack on SIGSEGV/SIGBUS
