@@ -24,6 +24,7 @@
 #include <mutex>
 
 #include "aten/common.h"
+#include "aten/devices.h"
 #include "util/env.h"
 #include "util/philox.h"
 
@@ -260,21 +261,25 @@ namespace tpl = at::native::templates;
 
 // ---- the registered ops ---------------------------------------------------------------------------
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "normal_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.normal_(mean, std, g); });
   return tpl::normal_impl_<NormalKernel, NoRng>(self, mean, std, gen);
 }
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "uniform_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.uniform_(from, to, g); });
   return tpl::uniform_impl_<UniformKernel, NoRng>(self, from, to, gen);
 }
 
 at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "bernoulli_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.bernoulli_(p, g); });
   return tpl::bernoulli_impl_<BernoulliKernel, NoRng>(self, p, gen);
 }
 
 at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "bernoulli_")) {
     const at::Tensor hp = p.cpu();
     return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.bernoulli_(hp, g); });
@@ -283,26 +288,31 @@ at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optiona
 }
 
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "random_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.random_(g); });
   return tpl::random_impl<RandomKernel, NoRng>(self, gen);
 }
 
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "random_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.random_(to, g); });
   return tpl::random_from_to_impl<RandomFromToKernel, NoRng>(self, 0, to, gen);
 }
 
 at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "random_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.random_(from, to, g); });
   return tpl::random_from_to_impl<RandomFromToKernel, NoRng>(self, from, to, gen);
 }
 
 at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "exponential_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.exponential_(lambd, g); });
   return tpl::exponential_impl_<ExponentialKernel, NoRng>(self, lambd, gen);
 }
 
 at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  OnDevice on(self);  // allocate and record on the tensor's device (vkml:N)
   if (on_host(gen, "geometric_")) return host_fill(self, gen, [&](at::Tensor& h, at::Generator& g) { h.geometric_(p, g); });
   return tpl::geometric_impl_<GeometricKernel, NoRng>(self, p, gen);
 }
@@ -311,6 +321,7 @@ at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> 
 // probability 1 - p. The CPU stream draws noise of input's dtype with bernoulli_(1 - p), as torch
 // CPU's dropout, so a seed gives torch CPU's mask; the device draws mask and output in one node.
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  OnDevice on(input);  // allocate and record on the tensor's device (vkml:N)
   TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   if (input.numel() == 0) return {input.clone(), at::empty_like(input, input.options().dtype(at::kBool))};
   if (!train.value_or(true) || p == 0)
@@ -332,12 +343,14 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 }
 
 at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
+  OnDevice on(grad);  // allocate and record on the tensor's device (vkml:N)
   return at::mul(at::mul(grad, mask), scale);
 }
 
 // randperm: a Fisher-Yates shuffle on the host (swap i with j = philox(seed, offset, i) mod (i + 1),
 // i from n - 1 down), uploaded; in the CPU stream mode torch CPU's randperm. No sort on the device yet.
 at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& result) {
+  OnDevice on(result);  // allocate and record on the tensor's device (vkml:N)
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   at::Tensor host = at::empty({0}, result.options().device(c10::kCPU));
   at::native::check_supported_max_int_with_precision(n, host);
@@ -361,6 +374,7 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
 }
 
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
+  OnDevice on(out);  // allocate and record on the tensor's device (vkml:N)
   at::Tensor host = at::empty({0}, out.options().device(c10::kCPU));
   at::arange_out(host, start, end, step);
   return into(out, host);
