@@ -305,3 +305,23 @@ def test_more_than_65535_workgroups(what):
         i[:1000] = n - 1  # the last destination, in the last workgroup, many times
         got = torch.zeros(n, device=DEV).scatter_add_(0, v(i), torch.ones(3000, device=DEV)).cpu()
         assert_exact(got, torch.zeros(n).scatter_add_(0, i, torch.ones(3000)))  # counts: exact
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool])
+def test_index_fill_and_index_copy(dtype):
+    """index_fill(_) with a scalar and index_copy(_) run through torch._decomp's decompositions
+    (vkml_torch/_decomp.py; torch 2.15 routes `x[i] = scalar` through index_fill_): the CPU's
+    values on contiguous and transposed tensors, along each dim, and its IndexError out of range."""
+    x = (torch.arange(12) % 5).reshape(3, 4).to(dtype)
+    i = torch.tensor([2, 0])
+    for base in (x, x.t().contiguous().t()):
+        for dim in (0, 1):
+            v = True if dtype == torch.bool else 3
+            assert_exact(base.to(DEV).index_fill(dim, i.to(DEV), v), base.index_fill(dim, i, v))
+            got = base.to(DEV)
+            got.index_fill_(dim, i.to(DEV), v)
+            assert_exact(got, base.clone().index_fill_(dim, i, v))
+            src = torch.ones(2, 4).to(dtype) if dim == 0 else torch.ones(3, 2).to(dtype)
+            assert_exact(base.to(DEV).index_copy(dim, i.to(DEV), src.to(DEV)), base.index_copy(dim, i, src))
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 3"):
+        x.to(DEV).index_fill_(0, torch.tensor([5]).to(DEV), 1).cpu()

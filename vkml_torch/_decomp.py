@@ -20,6 +20,10 @@ OPS = [
     aten.leaky_relu.default, aten.leaky_relu_backward.default, aten.threshold.default,
     aten.rsub.Tensor, aten.rsub.Scalar, aten.silu_backward.default,
     aten.sgn.default, aten.lerp.Tensor, aten.huber_loss.default, aten.smooth_l1_loss.default,
+    # torch 2.15 routes `x[index] = scalar` through index_fill_ (the Tensor-value forms are not
+    # registered: the decomposition rejects the 0-dim CPU value torch accepts there)
+    aten.index_fill.int_Scalar, aten.index_fill_.int_Scalar,
+    aten.index_copy.default, aten.index_copy_.default, aten.index_copy.out,  # what index_fill uses
 ]
 
 _lib = None
