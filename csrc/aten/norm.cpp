@@ -12,6 +12,16 @@
 #include "aten/kernels.h"
 #include "aten/norm_common.h"
 
+// torch 2.15 refuses empty groups in native_group_norm (HxW == 0); 2.11 and 2.13 compute them.
+#if __has_include(<torch/headeronly/version.h>)
+#include <torch/headeronly/version.h>
+#endif
+#if defined(TORCH_VERSION_MAJOR) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15))
+#define VKML_TORCH_AT_LEAST_2_15 1
+#else
+#define VKML_TORCH_AT_LEAST_2_15 0
+#endif
+
 namespace vkml::aten {
 namespace {
 using namespace norm;
@@ -151,6 +161,9 @@ void norm_group(OpId id, Call& c) {
   const at::Tensor input = c.tensor("input"), w = opt(c, "weight"), b = opt(c, "bias");
   const int64_t N = c["N"].toInt(), C = c["C"].toInt(), HxW = c["HxW"].toInt(), G = c["group"].toInt();
   check_group(input, w, b, N, C, HxW, G);
+#if VKML_TORCH_AT_LEAST_2_15
+  TORCH_CHECK(HxW > 0, "Expected HxW to be greater than 0, got ", HxW);  // torch 2.15's native_group_norm
+#endif
   check_dtype(id, to_dtype(input.scalar_type(), name));
   const auto pt = param_type(input, w, b);
   const at::Tensor x = as_nchw(input, N, C, HxW);

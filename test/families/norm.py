@@ -154,7 +154,10 @@ def gen_group_norm_backward(row, overload, dtype, rng, special):
     for desc, x, G, w, b in _gn_inputs(dtype, rng, False):
         xc = x.cpu()
         N, C, HxW = _nchw(xc)
-        _, mean, rstd = A.native_group_norm(xc, w.cpu() if w is not None else None, None, N, C, HxW, G, EPS)
+        try:
+            _, mean, rstd = A.native_group_norm(xc, w.cpu() if w is not None else None, None, N, C, HxW, G, EPS)
+        except RuntimeError:
+            continue  # a forward this torch refuses (2.15: empty groups) has no backward to test
         g = (torch.randn(xc.shape, generator=rng, dtype=torch.float64) * (1e3 if special else 1)).to(dtype)
         gview = x.view  # grad_out in the input's layout
 
