@@ -190,10 +190,16 @@ void norm_group_backward(OpId id, Call& c) {
   const at::Tensor x = as_nchw(input, N, C, HxW), dy = as_nchw(grad_out, N, C, HxW);
   at::Tensor dx, dw, db;
   const bool empty = x.numel() == 0;
-  // as torch's CPU kernel: both parameter gradients are shaped like the weight (an error without one)
+  // as torch's CPU kernel: both parameter gradients are shaped like the weight; without one, torch
+  // 2.15 gives them C elements of the statistics' dtype, earlier versions raise
+#if VKML_TORCH_AT_LEAST_2_15
+  const at::Tensor like = w.defined() ? w : at::empty({C}, x.options().dtype(mean.scalar_type()));
+#else
+  const at::Tensor& like = w;
+#endif
   if (m[0]) dx = at::empty_like(x, x.suggest_memory_format());
-  if (m[1]) dw = empty ? empty_group_dw(mean, rstd, w, N, C, G) : at::empty(w.sizes(), w.options());
-  if (m[2]) db = empty ? at::zeros_like(w, at::MemoryFormat::Contiguous) : at::empty(w.sizes(), w.options());
+  if (m[1]) dw = empty ? empty_group_dw(mean, rstd, like, N, C, G) : at::empty(like.sizes(), like.options());
+  if (m[2]) db = empty ? at::zeros_like(like, at::MemoryFormat::Contiguous) : at::empty(like.sizes(), like.options());
   if (!empty && (m[0] || m[1] || m[2])) backward_node(id, dy, x, mean, rstd, w, dx, dw, db, 1, 2, G);
   c.ret(dx.defined() ? dx.view(input.sizes()) : dx, dw, db);
 }
