@@ -61,6 +61,17 @@ def check_mode():
         vkml_torch.set_check(prev)
 
 
+@contextlib.contextmanager
+def rng_mode(mode):
+    """Random ops inside draw in `mode` ("device": Philox on the GPU, "cpu": torch CPU's stream)."""
+    prev = vkml_torch.get_rng_mode()
+    vkml_torch.set_rng_mode(mode)
+    try:
+        yield
+    finally:
+        vkml_torch.set_rng_mode(prev)
+
+
 def _ulp(ref64, dtype):
     """Spacing of `dtype` at |ref| (upper neighbour), in float64; denormal spacing below normal."""
     fi = torch.finfo(dtype)

@@ -86,7 +86,7 @@ def test_memory_pressure_releases_the_cache_and_retries():
     props = torch.vkml.get_device_properties()
     heap, max_alloc = props.total_memory, props.max_allocation
     if heap > 8 << 30:
-        pytest.skip(f"fills the whole device heap; {heap >> 30} GiB is more than this test should hold (<= 8 GiB)")
+        pytest.skip(f"needs a device heap of at most 8 GiB to fill with cached blocks; this one has {heap >> 30} GiB")
     a = int(0.9 * min(max_alloc, heap // 2)) // 4096 * 4096
     torch.vkml.synchronize()
     torch.vkml.empty_cache()
@@ -115,7 +115,7 @@ def test_staging_out_of_memory_releases_the_cache_and_retries():
     props = torch.vkml.get_device_properties()
     heap = props.total_memory
     if heap > 8 << 30:
-        pytest.skip(f"fills the whole device heap; {heap >> 30} GiB is more than this test should hold (<= 8 GiB)")
+        pytest.skip(f"needs a device heap of at most 8 GiB to fill with cached blocks; this one has {heap >> 30} GiB")
     torch.vkml.synchronize()
     torch.vkml.empty_cache()
     n = heap // 8 // 4096 * 4096  # x: the 256 MiB of a 2 GiB heap

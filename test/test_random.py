@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 import vkml_torch
 
-from helpers import DEV, assert_exact, check_mode
+from helpers import DEV, assert_exact, check_mode, rng_mode
 
 FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 M32 = np.uint64(0xFFFFFFFF)
@@ -31,10 +31,8 @@ M32 = np.uint64(0xFFFFFFFF)
 
 @pytest.fixture(autouse=True)
 def device_stream():
-    prev = vkml_torch.get_rng_mode()
-    vkml_torch.set_rng_mode("device")
-    yield
-    vkml_torch.set_rng_mode(prev)
+    with rng_mode("device"):
+        yield
 
 
 # ---- an independent reference of the documented stream (numpy, uint64 arithmetic) ----------------

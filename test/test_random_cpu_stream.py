@@ -8,15 +8,13 @@ import torch
 import torch.nn.functional as F
 import vkml_torch
 
-from helpers import DEV, assert_exact
+from helpers import DEV, assert_exact, rng_mode
 
 
 @pytest.fixture(autouse=True)
 def cpu_stream():
-    prev = vkml_torch.get_rng_mode()
-    vkml_torch.set_rng_mode("cpu")
-    yield
-    vkml_torch.set_rng_mode(prev)
+    with rng_mode("cpu"):
+        yield
 
 DRAWS = {
     "normal_": (lambda t: t.normal_(0.5, 2.0), (torch.float32, torch.float64, torch.float16, torch.bfloat16)),
