@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from helpers import tiny_of
 from op_cases import In, rand, small_ints, special_values, wrap_call
 
 L = torch.int64
@@ -55,6 +56,13 @@ def data(shape, dtype, rng, special, exact=False, accum=False):
             v = special_values(dtype, with_max=not (exact or accum))
         return v.repeat(n // len(v) + 1)[:n].reshape(shape)
     return small_ints(shape, dtype, rng) if exact else rand(shape, dtype, rng)
+
+
+def flush_scale(row, dtype, cnt):
+    """The scale that allows 2*cnt smallest normals (as the oracle's or_accum): each of cnt products
+    and partial sums may be a subnormal that the device flushes."""
+    eps = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps
+    return 2 * cnt * tiny_of(dtype) / (float(row["tol_bound"]) * eps)
 
 
 def safe(scale):
@@ -241,7 +249,7 @@ def gen_scatter_add(row, overload, dtype, rng, special):
         ab = lambda t: t.double().abs()  # noqa: E731
         s = ab(x).scatter_add(dim, ix, ab(src))
         cnt = torch.zeros(x.shape, dtype=torch.float64).scatter_add(dim, ix, torch.ones(src.shape, dtype=torch.float64))
-        return [((cnt + 1) * s, 1)]
+        return [((cnt + 1) * s + flush_scale(row, x.dtype, cnt), 1)]
     d = lambda s: In(data(s, dtype, rng, special, accum=True))  # noqa: E731
     r = lambda s, hi: torch.randint(0, hi, s, generator=rng)  # noqa: E731
     ins = _scatter_inputs(dtype, rng, special, accum=True)
@@ -262,7 +270,7 @@ def gen_index_add(row, overload, dtype, rng, special):
         ab = lambda t: t.double().abs()  # noqa: E731
         s = ab(x).index_add(dim, ix, ab(src) * abs(alpha))
         cnt = torch.zeros(x.shape, dtype=torch.float64).index_add(dim, ix, torch.ones(src.shape, dtype=torch.float64))
-        return [((cnt + 1) * s, 1)]
+        return [((cnt + 1) * s + flush_scale(row, x.dtype, cnt), 1)]
     d = lambda s: In(data(s, dtype, rng, special, accum=True))  # noqa: E731
     ins = [
         ("dim 0, repeated", d((5, 3)), 0, In(T([1, 1, 4, 0])), d((4, 3))),
@@ -299,7 +307,7 @@ def gen_embedding_backward(row, overload, dtype, rng, special):
         eb = torch.ops.aten.embedding_dense_backward
         s = eb(g.double().abs(), ix, nw, pad, freq)
         cnt = eb(torch.ones(g.shape, dtype=torch.float64), ix, nw, pad, False)
-        return [((cnt + 1) * s, 1)]
+        return [((cnt + 1) * s + flush_scale(row, g.dtype, cnt), 1)]
     d = lambda s: In(data(s, dtype, rng, special, accum=True))  # noqa: E731
     ix6 = T([1, 4, 1, 0, 4, 1])
     ins = [

@@ -175,7 +175,9 @@ Result<void> or_accum(const Node& n, std::vector<double>* scale) {
       mag += std::fabs(t);
     }
     store<double>(at(self, d), self.dtype, acc);
-    if (want) (*scale)[size_t(d)] = double(cnt + 1) * mag;  // k terms: the old value and cnt more
+    // k terms: the old value and cnt more; each of the cnt products and partial sums may also be a
+    // subnormal that the device flushes (off by less than the smallest normal each).
+    if (want) (*scale)[size_t(d)] = double(cnt + 1) * mag + abs_as_scale(n, 2.0 * double(cnt) * tiny_of(n));
   }
   return err;
 }

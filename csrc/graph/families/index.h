@@ -21,7 +21,7 @@ namespace vkml {
 // the oracle sums in double. First order: |err| <= k * eps * sum|terms| (eps = 2u); the oracle
 // gives scale = k * sum|terms| per element, and bound 2 covers a reference that rounds in
 // another order (torch CPU) as well.
-#define TOL_ACCUM Tol{TolKind::backward, 2, "k terms summed one by one in a fixed order, one product rounding each: |err| <= 2*eps*k*sum|x|; scale = k*sum|x| from the oracle"}
+#define TOL_ACCUM Tol{TolKind::backward, 2, "k terms summed one by one in a fixed order, one product rounding each: |err| <= 2*eps*k*sum|x|; scale = k*sum|x| from the oracle, plus 2k smallest normals for products and partial sums a device may flush"}
 
 struct IndexArgs {
   // gather rows (index, index_select, gather): out[i] = src[at(i)]
