@@ -97,7 +97,7 @@ def _worst(mask, score, got, ref, allowed=None):
     return f"{int(mask.sum())} of {ref.numel()} elements differ; worst at {idx}: got {g!r}, expected {r!r}{extra}"
 
 
-def _judge(row, got, ref, scale, n, tiny=0.0, moved=None):
+def _judge(row, got, ref, scale, n, tiny=0.0, moved=None, compute=None):
     """(bad mask, score, allowed or None, what failed) of `got` against one reference.
 
     tiny > 0: values below it in magnitude (the compute type's subnormals) may have been flushed,
@@ -105,6 +105,9 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None):
     `moved` (the element depends on a subnormal input: flushing changed the reference), since the
     sign of a zero is then as open as in max(-0, +0)."""
     kind, bound = row["tol_kind"], float(row["tol_bound"])
+    # The precision of the computation: the output's dtype, or a narrower compute dtype (a float32
+    # op written to a float64 out= computes in float32, in torch and in vkml alike).
+    prec = compute if compute is not None and torch.finfo(compute).eps > torch.finfo(ref.dtype).eps else ref.dtype
     if tiny:
         sub = lambda t: (t != 0) & (t.abs() < tiny)  # noqa: E731
         flushed = sub(got) | sub(ref) | moved
@@ -123,12 +126,12 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None):
     def allowed_at(x):
         narrow_ulp = _ulp(x, ref.dtype) if ref.dtype in NARROW else torch.zeros_like(x)
         if kind == "ulp":
-            a = bound * _ulp(x, ref.dtype)
+            a = bound * _ulp(x, prec)
         elif kind == "relative":
             a = bound * x.abs() + narrow_ulp
         elif kind == "backward-error":
             assert scale is not None, f"{row['name']}: backward-error tolerance needs a scale from the test"
-            eps = torch.finfo(torch.float64 if ref.dtype == torch.float64 else torch.float32).eps
+            eps = torch.finfo(torch.float64 if prec == torch.float64 else torch.float32).eps
             s = scale.double().cpu() if torch.is_tensor(scale) else torch.tensor(float(scale), dtype=torch.float64)
             s = torch.where(s.expand_as(x).isfinite(), s.expand_as(x), x.abs())
             a = bound * eps * (math.log2(max(n, 1)) + 1) * s + narrow_ulp
@@ -136,7 +139,7 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None):
             raise AssertionError(f"{row['name']}: unknown tolerance kind {kind!r}")
         # As check mode (dispatch/compare.cpp): Vulkan's precision holds for normal results only;
         # a subnormal result, or any of the n - 1 partial sums of a reduction, may be flushed.
-        small = tiny_of(ref.dtype)
+        small = tiny_of(prec)
         sub = (g.abs() < small) | (r.abs() < small)
         return a + (max(n, 1) - 1) * small + torch.where(sub, small, 0.0)
     # At the top of the range a result within its tolerance of a finite value may round to
@@ -158,7 +161,7 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None):
     return bad, d / allowed.clamp_min(1e-300), allowed, f"outside {kind} bound {bound}"
 
 
-def assert_close_row(row, got, ref, scale=None, n=1, what="result", alt=None):
+def assert_close_row(row, got, ref, scale=None, n=1, what="result", alt=None, compute=None):
     """Assert `got` (any device) matches the CPU reference `ref` within `row`'s tolerance.
 
     Why this shape: the op table's tolerance is the contract the oracle enforces, so tests use the
@@ -179,6 +182,8 @@ def assert_close_row(row, got, ref, scale=None, n=1, what="result", alt=None):
     Non-finite values must agree exactly: NaN where ref is NaN, the same infinity where ref is one,
     except that an inexact result within its tolerance of the largest finite value may be that
     infinity (or the reference may be, the result finite).
+    compute: the dtype the op computes in, where it is narrower than the output's (a float32 op
+    written to a float64 out=): eps, ulp and the smallest normal are then that dtype's.
     alt: (reference from subnormal-flushed inputs, smallest normal) from flush_refs, on a device
     that flushes subnormals: an element that misses `ref` passes if it matches alt's reference with
     values below the smallest normal read as zero on both sides, and zeros of either sign matching
@@ -190,11 +195,11 @@ def assert_close_row(row, got, ref, scale=None, n=1, what="result", alt=None):
     ref = ref.detach()
     if ref.numel() == 0:
         return
-    bad, score, allowed, msg = _judge(row, got, ref, scale, n)
+    bad, score, allowed, msg = _judge(row, got, ref, scale, n, compute=compute)
     if bad.any() and alt is not None:
         alt_ref, tiny = alt
         moved = _bits(alt_ref.detach()) != _bits(ref)
-        bad &= _judge(row, got, alt_ref.detach(), scale, n, tiny, moved)[0]
+        bad &= _judge(row, got, alt_ref.detach(), scale, n, tiny, moved, compute)[0]
     if bad.any():
         raise AssertionError(f"{row['name']} {what} {msg}: " + _worst(bad, score, got, ref, allowed))
 

@@ -99,7 +99,7 @@ def _gemm_scale(a, b, c=None, alpha=1, beta=1):
 
 def _addmv_scale(a, alpha, beta):
     c, m, v = a
-    if m.shape[1] == 0:  # torch's CPU: k = 0 gives zeros (m,) for beta 0, else beta * self in self's shape
+    if m.numel() == 0:  # torch's CPU: an empty mat (k = 0 or m = 0) gives zeros (m,) for beta 0, else beta * self in self's shape
         return (c.double().abs() * abs(beta) if beta != 0 else torch.zeros(m.shape[0], dtype=torch.float64)), 1
     return _gemm_scale(m, v, c, alpha, beta)
 

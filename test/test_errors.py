@@ -133,3 +133,22 @@ def test_staging_out_of_memory_releases_the_cache_and_retries():
     assert y[:8].tolist() == [3] * 8 and y[-8:].tolist() == [4] * 8
     del x, y
     torch.vkml.empty_cache()
+
+
+@pytest.mark.parametrize("op,shapes", [
+    ("bmm", [(2, 3, 4), (2, 4, 0)]), ("bmm", [(0, 3, 4), (0, 4, 5)]), ("bmm", [(2, 3, 0), (2, 0, 5)]),
+    ("bmm", [(2, 3, 4), (2, 4, 5)]), ("mm", [(0, 4), (4, 5)]), ("mm", [(3, 0), (0, 5)]), ("mm", [(3, 4), (4, 5)]),
+])
+def test_matmul_of_mixed_dtypes_as_torch_cpu(op, shapes):
+    """torch's CPU bmm returns an empty result, and zeros for k = 0, before its dtype check (and then
+    says 'expected scalar type Float but found Half'); mm checks first. vkml does the same."""
+    a, b = torch.randn(shapes[0]), torch.randn(shapes[1]).half()
+    fn = getattr(torch, op)
+    try:
+        want = fn(a, b)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            fn(a.to(DEV), b.to(DEV)).cpu()
+        assert str(got.value) == str(e)
+        return
+    assert_exact(fn(a.to(DEV), b.to(DEV)), want)

@@ -112,6 +112,19 @@ REGRESSIONS = [
      P("nll_loss", "nll_loss_forward", "float32",
        [T([2, 3], "float32", v=(["log_softmax", -1, "normal"], 0.0), seed=1), {"T": [2], "dt": "int64", "lay": ["c"],
                                                                                "v": ["const", 5]}, None, 1, -100])),
+    ("harness-wide-out-eps (fixed: the harness judges a float32 computation written to a float64 out= with "
+     "float32's eps and ulp, test_ops.compute_dtype)",
+     P("log", "log.out", "float32", [T([4, 5, 4, 5, 2, 2], "float32", v=("normal", 0.0, "b"), seed=6)],
+       outs={"out": "float64"})),
+    ("addmv-empty-broadcast (fixed: the test's scale for an empty mat, m = 0 as well as k = 0, is beta * self "
+     "in self's shape, as torch's result)",
+     P("addmv", "addmv", "float32", [T([1], "float32", ("e", [0]), ("normal", 0.5, "b"), 30276),
+                                     T([0, 8], "float32", v=("ties", 0.0, "b"), seed=4194303),
+                                     T([8], "float32", v=("wide", 0.0, "b"), seed=4691)], {"beta": 1.5})),
+    ("empty-gemm-dtype (fixed: bmm returns an empty result, and zeros for k = 0, before its dtype check, as "
+     "torch's CPU bmm; a non-empty one raises torch's 'expected scalar type Float but found Half')",
+     P("bmm", "bmm", "float16", [T([2, 3, 33], "float32", v=("normal", 0.0, "b"), seed=16620581),
+                                 T([2, 33, 0], "float16", ("s", 2, 2, 2), ("wide", 1.0, "b"), 692)])),
     ("issue 7 finding 7: exp(-100) in float32 is a subnormal (3.8e-44) on the CPU and 0 on lavapipe; "
      "the bound now allows a flushed subnormal result",
      P("exp", "exp", "float32", [{"T": [3], "dt": "float32", "lay": ["c"], "v": ["const", -100.0]}])),
@@ -146,33 +159,11 @@ OPEN_XFAIL = [
                               "values as they are, so check mode reports inf vs NaN",
      P("mean", "mean.out", "float64", [T([3, 23, 5, 2, 1, 3], "float64", ("e", [2]), ("wide", 0.0, "b")), None, True],
        outs={"out": "float16"})),
-    ("harness-wide-out-eps", "test harness, not vkml: a float32 log written to a float64 out= is judged with "
-                             "float64's eps (helpers._judge takes eps from the output dtype), while the row's "
-                             "bound is for the float32 computation; torch CPU's and vkml's float32 logs differ "
-                             "by an ulp, inside TOL_LOG. _judge needs the compute dtype",
-     P("log", "log.out", "float32", [T([4, 5, 4, 5, 2, 2], "float32", v=("normal", 0.0, "b"), seed=6)],
-       outs={"out": "float64"})),
-    ("addmv-empty-broadcast", "addmv with a (1,) self broadcast over an empty (0, k) mat raises 'The expanded "
-                              "size of the tensor (1) must match the existing size (0)'; torch returns beta * self",
-     P("addmv", "addmv", "float32", [T([1], "float32", ("e", [0]), ("normal", 0.5, "b"), 30276),
-                                     T([0, 8], "float32", v=("ties", 0.0, "b"), seed=4194303),
-                                     T([8], "float32", v=("wide", 0.0, "b"), seed=4691)], {"beta": 1.5})),
-    ("empty-gemm-dtype", "bmm of float32 with float16 where a result dim is 0: torch CPU returns the empty "
-                         "result without its dtype check, vkml raises 'expected m1 and m2 to have the same dtype'",
-     P("bmm", "bmm", "float16", [T([2, 3, 33], "float32", v=("normal", 0.0, "b"), seed=16620581),
-                                 T([2, 33, 0], "float16", ("s", 2, 2, 2), ("wide", 1.0, "b"), 692)])),
 ]
-
-
-def _empty_gemm(p):
-    return any(isinstance(a, dict) and "T" in a and 0 in a["T"] for a in p["args"])
 
 
 # (tag, predicate(params, message)): the failures known_finding() attributes.
-KNOWN = [
-    ("empty-gemm-dtype", lambda p, m: table_row(p["row"])["family"] == "gemm" and _empty_gemm(p)
-     and "to have the same dtype" in m),
-]
+KNOWN = []
 
 
 def _reduce_check(p, m):
@@ -189,11 +180,8 @@ def _narrower_compute(p):
 
 
 KNOWN += [
-    ("harness-wide-out-eps", lambda p, m: "outside" in m and "float64" in p.get("outs", {}).values()
-     and all(a["dt"] != "float64" for a in p["args"] if isinstance(a, dict) and "T" in a)),
     ("reduce-narrow-compute", lambda p, m: _reduce_check(p, m) and _narrower_compute(p)),
     ("oracle-f64-sum", lambda p, m: _reduce_check(p, m) and "from float64[" in m and "output 0 float64" in m),
-    ("addmv-empty-broadcast", lambda p, m: p["row"] == "addmv" and "The expanded size of the tensor" in m),
     ("conv-padding-nonfinite", lambda p, m: p["row"] == "convolution_backward" and "NaN mismatch" in m),
     ("norm-wide-values", lambda p, m: table_row(p["row"])["family"] == "norm" and bool(p.get("gen"))
      and p["gen"][4] > 0 and ("vkml check failed" in m or "NaN mismatch" in m or "outside" in m)),
@@ -234,5 +222,5 @@ def test_known_finding_is_narrow():
     assert known_finding(p, "AssertionError: exp lazy result 0 outside relative bound: got 0.0, expected 3.7e-44, x") is None
     assert known_finding(p, "AssertionError: exp lazy result 0 outside relative bound: got 1.5, expected 1.25, x") is None
     q = P("addmv", "addmv", "float16", [T([1], "float16"), T([0, 5], "float16"), T([5], "float16")])
-    assert known_finding(q, "RuntimeError: The expanded size of the tensor (0) must match") == "addmv-empty-broadcast"
+    assert known_finding(q, "RuntimeError: The expanded size of the tensor (0) must match") is None  # fixed: new now
     assert known_finding(p, "RuntimeError: The expanded size of the tensor (0) must match") is None

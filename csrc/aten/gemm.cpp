@@ -77,6 +77,12 @@ void gemm(OpId id, Call& c) {
     check_out_dtype(result, a);
     if (result.dim() != 0) result.resize_({});
   }
+  if (batched) {  // torch's CPU bmm: an empty result, or k = 0 (zeros), before any dtype check
+    if (result.numel() == 0) return c.ret(result);
+    if (a.size(-1) == 0 && a.scalar_type() != b.scalar_type()) return c.ret(result.zero_());
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected scalar type ", a.scalar_type(), " but found ",
+                b.scalar_type());
+  }
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
               a.dtype(), " != ", b.dtype());  // where a meta leaves it to the kernel
   check_dtype(id, to_dtype(a.scalar_type(), name));
