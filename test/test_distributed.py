@@ -57,7 +57,8 @@ def test_backend_is_vkml(ranks):
     assert [r["backend"] for r in ranks] == ["vkml", "vkml"]
 
 
-@pytest.mark.parametrize("what", ["all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"])
+@pytest.mark.parametrize("what", ["all_reduce", "broadcast", "all_gather", "reduce_scatter", "gather, scatter",
+                                  "barrier"])
 def test_collectives_on_vkml_tensors(ranks, what):
     for r in ranks:
         assert any(c.startswith(what) for c in r["collectives"]), r["collectives"]
@@ -79,3 +80,10 @@ def test_registered_backend():
     import torch.distributed as dist
     assert "vkml" in dist.Backend.backend_list
     assert dist.Backend.default_device_backend_map["vkml"] == "vkml"
+
+
+@pytest.mark.skipif(not hasattr(__import__("torch.distributed").distributed, "gather_single"),
+                    reason="torch.distributed.gather_single is torch >= 2.15 (make compat TORCH=2.15.0)")
+def test_gather_single_on_vkml_tensors(ranks):
+    for r in ranks:
+        assert "gather_single" in r["collectives"], r["collectives"]

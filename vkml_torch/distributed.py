@@ -182,6 +182,21 @@ class VkmlProcessGroup(dist.ProcessGroup):
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
 
+    # torch 2.15's single-tensor gather (both names): the root's output holds world_size inputs.
+    def gather_single(self, output, input, opts=None):
+        opts = _opts(opts, "GatherOptions")
+        if self._rank != opts.rootRank:  # torch passes an empty placeholder here
+            self.gloo.gather([], [_host(input)], opts).wait()
+            return _done([output])
+        host = torch.empty(output.shape, dtype=output.dtype)
+        chunks = [c.view(input.shape) for c in host.view(self._world, -1).unbind(0)]
+        self.gloo.gather([chunks], [_host(input)], opts).wait()
+        _back(output, host)
+        return _done([output])
+
+    def gather_into_tensor(self, output, input, opts=None):
+        return self.gather_single(output, input, opts)
+
     def alltoall(self, outputs, inputs, opts=None):
         opts = _opts(opts, "AllToAllOptions")
         hosts = [torch.empty_like(t, device="cpu") for t in outputs]

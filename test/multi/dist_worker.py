@@ -56,6 +56,20 @@ def collectives(rank, world):
     dist.reduce_scatter_tensor(out2, torch.cat(ins).to(dev))
     assert torch.equal(out2.cpu(), want)
     done.append("reduce_scatter")
+    outs = [torch.empty(6, device=dev) for _ in range(world)] if rank == 0 else None
+    dist.gather(rank_tensor(rank, torch.float32).to(dev), outs, dst=0)
+    if rank == 0:
+        assert all(torch.equal(o.cpu(), rank_tensor(r, torch.float32)) for r, o in enumerate(outs))
+    if hasattr(dist, "gather_single"):  # torch >= 2.15
+        big = torch.full((world * 6,), -1.0, device=dev) if rank == 1 else None
+        dist.gather_single(rank_tensor(rank, torch.float32).to(dev), big, dst=1)
+        if rank == 1:
+            assert torch.equal(big.cpu(), torch.cat([rank_tensor(r, torch.float32) for r in range(world)]))
+        done.append("gather_single")
+    t = torch.empty(6, device=dev)
+    dist.scatter(t, [rank_tensor(r, torch.float32).to(dev) for r in range(world)] if rank == 0 else None, src=0)
+    assert torch.equal(t.cpu(), rank_tensor(rank, torch.float32))
+    done.append("gather, scatter")
     w = dist.all_reduce(torch.ones(3, device=dev), async_op=True)
     w.wait()
     dist.barrier()
