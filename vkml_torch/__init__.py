@@ -12,6 +12,8 @@ def _autoload():
     inside that import and looks this function up on the half-initialised module."""
 
 
+import atexit  # noqa: E402
+
 import torch  # noqa: E402
 
 from . import _torch_check  # noqa: E402
@@ -25,7 +27,7 @@ from ._profile import profile  # noqa: E402
 from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "flushes_subnormals", "trace", "profile", "set_rng_mode", "get_rng_mode"]
+           "set_eager", "flushes_subnormals", "pipeline_cache", "trace", "profile", "set_rng_mode", "get_rng_mode"]
 
 _registered = False
 
@@ -48,6 +50,7 @@ def _register():
 
 
 _register()
+atexit.register(_C._save_pipeline_caches)  # before the driver's own exit handlers (pipelines.cpp)
 
 def is_available():
     """Whether a usable Vulkan 1.3 device was found (the device opens on first use)."""
@@ -74,9 +77,20 @@ def stats(device=None):
     """The device's counters since process start (default: the current device): nodes,
     dispatches, submits, flushes, pending, checked, and submit_us / wait_us: host time spent
     building and submitting batches (lowering each node, recording commands) and waiting for them
-    to finish."""
+    to finish; pipelines / pipeline_cache_hits: pipelines compiled, and how many of them the
+    on-disk pipeline cache held (see pipeline_cache())."""
     from ._device import _index
     return _C.stats(_index(device))
+
+
+def pipeline_cache(device=None):
+    """The device's pipeline cache on disk: {"file", "loaded_bytes", "created", "cache_hits"}.
+    The file is VKML_CACHE_DIR (default $XDG_CACHE_HOME/vkml or ~/.cache/vkml) /
+    pipelines-<the driver's pipelineCacheUUID>.bin, read when the device opens and written at exit
+    when new pipelines were made, so a second run of a program compiles none (where the driver
+    reports it, cache_hits == created). VKML_CACHE_DIR=off keeps no file ("file" is then "")."""
+    from ._device import _index
+    return _C.pipeline_cache(_index(device))
 
 
 def flushes_subnormals(dtype=torch.float32):

@@ -342,12 +342,24 @@ Result<void> Device::download_locked(uint64_t src, void* dst, size_t bytes) {
   return r;
 }
 
+void Device::save_pipeline_caches() {
+  if (!in_bad_fork()) vk::save_pipeline_caches();
+}
+
 Stats Device::stats() {
   std::lock_guard<std::recursive_mutex> g(mu_);
   Stats s = stats_;
   s.dispatches = backend_->dispatches();
   s.pending = graph_.nodes.size();
+  const PipelineStats p = backend_->pipeline_stats();
+  s.pipelines = p.created;
+  s.pipeline_cache_hits = p.cache_hits;
   return s;
+}
+
+PipelineStats Device::pipeline_stats() {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  return backend_->pipeline_stats();
 }
 
 Result<std::string> Device::set_profiling(bool on) {

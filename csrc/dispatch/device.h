@@ -25,6 +25,8 @@ struct Stats {
   uint64_t checked = 0;     // nodes verified against the oracle
   uint64_t submit_ns = 0;   // host time building and submitting batches (lowering, command recording)
   uint64_t wait_ns = 0;     // host time waiting for submitted batches to finish
+  uint64_t pipelines = 0;   // pipelines compiled (from the backend)
+  uint64_t pipeline_cache_hits = 0;  // of those, found in the on-disk pipeline cache
 };
 
 class Device {
@@ -45,6 +47,7 @@ class Device {
   // A process forked after Vulkan was initialised cannot use it (the driver's threads and queues
   // stay in the parent): get() is then null and why_unavailable() says so, as CUDA does.
   static bool in_bad_fork();
+  static void save_pipeline_caches();  // every open device's, to VKML_CACHE_DIR (at exit)
 
   const DeviceInfo& info() const { return backend_->info(); }
   const Limits& limits() const { return backend_->limits(); }
@@ -56,6 +59,7 @@ class Device {
   void free(const Block& b);
   void empty_cache();
   MemoryStats memory_stats() const;
+  PipelineStats pipeline_stats();
   void reset_memory_stats(bool peaks, bool totals);
 
   // Pinned host memory (aten/pinned.cpp): a mapped staging block; host_ptr() gives its bytes.

@@ -189,6 +189,21 @@ PYBIND11_MODULE(_C, m) {
     r["checked"] = s.checked;
     r["submit_us"] = double(s.submit_ns) / 1e3;
     r["wait_us"] = double(s.wait_ns) / 1e3;
+    r["pipelines"] = s.pipelines;
+    r["pipeline_cache_hits"] = s.pipeline_cache_hits;
+    return r;
+  }, py::arg("index") = -1);
+  m.def("_save_pipeline_caches", [] {
+    py::gil_scoped_release nogil;
+    Device::save_pipeline_caches();
+  });
+  m.def("pipeline_cache", [](int index) {
+    py::dict r;
+    PipelineStats s = dev(index) ? dev(index)->pipeline_stats() : PipelineStats{};
+    r["file"] = s.file;
+    r["loaded_bytes"] = s.loaded_bytes;
+    r["created"] = s.created;
+    r["cache_hits"] = s.cache_hits;
     return r;
   }, py::arg("index") = -1);
   m.def("memory_stats", [](int index) {

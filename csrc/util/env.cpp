@@ -28,6 +28,10 @@ Env read() {
   if (e.max_pending < 1) e.max_pending = 1;
   if (const char* d = std::getenv("VKML_SPIRV_DIR")) e.spirv_dir = d;
   if (const char* r = std::getenv("VKML_RNG")) e.rng = r;
+  if (const char* c = std::getenv("VKML_CACHE_DIR"); c && *c) e.cache_dir = c;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) e.cache_dir = std::string(x) + "/vkml";
+  else if (const char* h = std::getenv("HOME"); h && *h) e.cache_dir = std::string(h) + "/.cache/vkml";
+  else e.cache_dir = "off";
   return e;
 }
 }  // namespace

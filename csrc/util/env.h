@@ -16,6 +16,8 @@ struct Env {
   bool crash_trace = false;   // VKML_CRASH_TRACE=1: print the native stack on SIGSEGV/SIGBUS
   std::string spirv_dir;      // VKML_SPIRV_DIR=path: <blob>.spv files there replace the built-in SPIR-V
                              // (scripts/mutate.py and the check-mode tests load broken shaders so)
+  std::string cache_dir;      // VKML_CACHE_DIR=path: where the pipeline cache lives (default
+                             // $XDG_CACHE_HOME/vkml or ~/.cache/vkml); VKML_CACHE_DIR=off: none
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
 };
 

@@ -75,6 +75,14 @@ struct GpuProfile {
   uint64_t lost = 0;  // commands whose queries could not be read back
 };
 
+// The pipelines a device has made, and its pipeline cache on disk (VKML_CACHE_DIR).
+struct PipelineStats {
+  uint64_t created = 0;     // pipelines compiled (vkCreateComputePipelines calls)
+  uint64_t cache_hits = 0;  // of those, found in the pipeline cache (as the driver reports it)
+  uint64_t loaded_bytes = 0;  // cache data read from the file at start (0: none, or no cache)
+  std::string file;         // the cache file ("" when the cache is off)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -110,6 +118,7 @@ class Backend {
   virtual std::string set_profiling(bool on) = 0;
   virtual GpuProfile take_profile() = 0;
   virtual uint64_t timestamps_written() const = 0;  // queries written since start (tests)
+  virtual PipelineStats pipeline_stats() = 0;
 };
 
 }  // namespace vkml

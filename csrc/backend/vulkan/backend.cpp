@@ -74,6 +74,7 @@ class VulkanBackend final : public Backend {
   void* host_ptr(uint64_t addr) override { return mem_.host_ptr(addr); }
   void empty_cache() override { mem_.empty_cache(); }
   MemoryStats memory_stats() const override { return mem_.stats(); }
+  PipelineStats pipeline_stats() override { return pipes_.stats(); }
   void reset_memory_stats(bool peaks, bool totals) override { mem_.reset_stats(peaks, totals); }
 
   bool supports(const Node& n) const override {

@@ -2,18 +2,60 @@
 
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/spirv.h"
+#include "backend/vulkan/vulkan_backend.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "util/env.h"
 
 namespace vkml::vk {
 
+namespace {
+// Every live Pipelines, for save_pipeline_caches().
+std::mutex g_live_mu;
+std::set<Pipelines*>& live() {
+  static std::set<Pipelines*> s;
+  return s;
+}
+const pid_t g_pid = getpid();  // a forked child never writes its parent's cache
+
+std::string hex(const uint8_t* b, size_t n) {
+  std::string s;
+  char t[3];
+  for (size_t i = 0; i < n; ++i) std::snprintf(t, sizeof t, "%02x", b[i]), s += t;
+  return s;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return f ? std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()) : std::string();
+}
+}  // namespace
+
+// Called by vkml_torch at interpreter exit (Python's atexit runs before the C library's exit
+// handlers): not from a C atexit handler or a destructor, because by then the driver may have
+// stopped its own threads (Mesa's do: vkGetPipelineCacheData then aborts on a dead mutex owner).
+void save_pipeline_caches() {
+  std::lock_guard<std::mutex> lk(g_live_mu);
+  for (Pipelines* p : live()) p->save();
+}
+
 Pipelines::Pipelines(Device& d) : d_(d) {}
 
 Pipelines::~Pipelines() {
+  {
+    std::lock_guard<std::mutex> lk(g_live_mu);
+    live().erase(this);
+  }
+  if (cache_) d_.fn.vkDestroyPipelineCache(d_.dev, cache_, nullptr);
   for (auto& [k, p] : pipelines_) d_.fn.vkDestroyPipeline(d_.dev, p, nullptr);
   for (auto& [k, m] : modules_) d_.fn.vkDestroyShaderModule(d_.dev, m, nullptr);
   for (VkPipeline p : retired_pipelines_) d_.fn.vkDestroyPipeline(d_.dev, p, nullptr);
@@ -31,7 +73,59 @@ Result<void> Pipelines::init() {
     layout_ = VK_NULL_HANDLE;
     return fail(Err::vulkan, std::string("vkCreatePipelineLayout failed: ") + result_name(r));
   }
+  // The pipeline cache: its file is named by the driver's pipelineCacheUUID, so another driver
+  // or device never reads it (the driver checks the header again, and ignores data it rejects).
+  std::string data;
+  if (env().cache_dir != "off") {
+    VkPhysicalDeviceProperties props{};
+    vkGetPhysicalDeviceProperties(d_.phys, &props);
+    stats_.file = env().cache_dir + "/pipelines-" + hex(props.pipelineCacheUUID, VK_UUID_SIZE) + ".bin";
+    data = read_file(stats_.file);
+  }
+  VkPipelineCacheCreateInfo pc{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  pc.initialDataSize = data.size();
+  pc.pInitialData = data.empty() ? nullptr : data.data();
+  if (d_.fn.vkCreatePipelineCache(d_.dev, &pc, nullptr, &cache_) != VK_SUCCESS) {
+    pc.initialDataSize = 0, pc.pInitialData = nullptr;  // unreadable data: start empty
+    if (d_.fn.vkCreatePipelineCache(d_.dev, &pc, nullptr, &cache_) != VK_SUCCESS) cache_ = VK_NULL_HANDLE;
+    data.clear();
+  }
+  stats_.loaded_bytes = cache_ ? data.size() : 0;
+  if (!cache_) stats_.file.clear();
+  std::lock_guard<std::mutex> lk(g_live_mu);
+  live().insert(this);
   return {};
+}
+
+void Pipelines::save() {
+  std::lock_guard<std::mutex> lk(mu_);
+  save_locked();
+}
+
+// Written to a temporary file, then renamed over the old one: a reader (another process) sees the
+// old cache or the new one, never half of one. Failures only cost the next run its warm start.
+void Pipelines::save_locked() {
+  if (!dirty_ || !cache_ || stats_.file.empty() || getpid() != g_pid) return;
+  size_t n = 0;
+  if (d_.fn.vkGetPipelineCacheData(d_.dev, cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
+  std::string bytes(n, '\0');
+  if (d_.fn.vkGetPipelineCacheData(d_.dev, cache_, &n, bytes.data()) != VK_SUCCESS) return;
+  bytes.resize(n);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(stats_.file).parent_path(), ec);
+  const std::string tmp = stats_.file + "." + std::to_string(getpid()) + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f.write(bytes.data(), std::streamsize(bytes.size()))) return;
+  }
+  std::filesystem::rename(tmp, stats_.file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  else dirty_ = false;
+}
+
+PipelineStats Pipelines::stats() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
 }
 
 namespace {
@@ -94,12 +188,22 @@ Result<VkPipeline> Pipelines::get(const std::string& shader, int32_t opcode) {
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &spec;
   ci.layout = layout_;
+  VkPipelineCreationFeedback fb{};  // core in Vulkan 1.3: whether the cache had it
+  VkPipelineCreationFeedbackCreateInfo fci{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
+  fci.pPipelineCreationFeedback = &fb;
+  ci.pNext = &fci;
   VkPipeline pipe = VK_NULL_HANDLE;
-  VkResult r = d_.fn.vkCreateComputePipelines(d_.dev, VK_NULL_HANDLE, 1, &ci, nullptr, &pipe);
+  VkResult r = d_.fn.vkCreateComputePipelines(d_.dev, cache_, 1, &ci, nullptr, &pipe);
   if (r != VK_SUCCESS)
     return fail(Err::vulkan, "vkCreateComputePipelines failed for '" + shader + "' opcode " +
                                  std::to_string(opcode) + ": " + result_name(r));
   pipelines_[key] = pipe;
+  ++stats_.created;
+  if ((fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+      (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+    ++stats_.cache_hits;
+  else
+    dirty_ = true;
   return pipe;
 }
 

@@ -1,5 +1,6 @@
 // Compute pipelines: one layout for every shader (no descriptor sets: shaders reach memory through
-// buffer-device addresses in a 128-byte push-constant block), modules and pipelines cached.
+// buffer-device addresses in a 128-byte push-constant block), modules and pipelines cached, and a
+// VkPipelineCache kept on disk (VKML_CACHE_DIR) so that a second run compiles nothing.
 #pragma once
 #include <volk.h>
 
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/api/backend.h"
 #include "util/result.h"
 
 namespace vkml::vk {
@@ -25,7 +27,10 @@ class Pipelines {
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
 
-  Result<void> init();  // creates the layout
+  Result<void> init();  // creates the layout, and the pipeline cache from its file
+  // Writes the pipeline cache to its file when pipelines were made since the last save.
+  void save();
+  PipelineStats stats();
   VkPipelineLayout layout() const { return layout_; }
   // The pipeline of SPIR-V blob `shader` with specialization constant 0 = opcode.
   Result<VkPipeline> get(const std::string& shader, int32_t opcode);
@@ -46,6 +51,10 @@ class Pipelines {
   void refresh_locked();
   std::vector<VkShaderModule> retired_modules_;
   std::vector<VkPipeline> retired_pipelines_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  PipelineStats stats_;
+  bool dirty_ = false;
+  void save_locked();
 };
 
 }  // namespace vkml::vk

@@ -17,4 +17,8 @@ std::vector<DeviceInfo> list_devices(std::string* why);
 // min_spec: report (and use) only Vulkan 1.3's guaranteed limits.
 Result<std::unique_ptr<Backend>> create_backend(int index, bool min_spec);
 
+// Writes every open device's pipeline cache to its file (VKML_CACHE_DIR), where it changed. The
+// Python module calls it at interpreter exit.
+void save_pipeline_caches();
+
 }  // namespace vkml::vk
