@@ -17,10 +17,14 @@ struct Call {
   Call(const c10::OperatorHandle& op, torch::jit::Stack* s)
       : schema(op.schema()), stack(s), base(s->size() - op.schema().arguments().size()) {}
 
+  // Runs several times per recorded op: compare the first character before the whole name
+  // (std::string == const char* measures the literal first).
   int index(const char* name) const {
     const auto& args = schema.arguments();
-    for (size_t i = 0; i < args.size(); ++i)
-      if (args[i].name() == name) return int(i);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i].name();
+      if (a[0] == name[0] && std::strcmp(a.c_str(), name) == 0) return int(i);
+    }
     return -1;
   }
   const c10::IValue& arg(int i) const { return (*stack)[base + size_t(i)]; }
@@ -33,7 +37,8 @@ struct Call {
     TORCH_INTERNAL_ASSERT(i >= 0, "vkml: ", schema.name(), " has no argument ", name);
     return arg(i);
   }
-  at::Tensor tensor(const char* name) const { return (*this)[name].toTensor(); }
+  // The argument itself, not a copy (no reference count traffic): valid until ret().
+  const at::Tensor& tensor(const char* name) const { return (*this)[name].toTensor(); }
   bool inplace() const { return !schema.name().empty() && schema.name().back() == '_'; }
   // The out= tensor (first write-aliased keyword argument), or an undefined tensor.
   at::Tensor out() const {
@@ -42,11 +47,17 @@ struct Call {
       if (args[i].is_out()) return arg(int(i)).toTensor();
     return {};
   }
-  // Pops the arguments and pushes the results.
+  // Pops the arguments and pushes the results. The results are taken first: they may refer to
+  // the arguments (c.ret(c.tensor("self")), or a result borrowing an out= argument).
   template <class... T>
   void ret(T&&... results) {
-    stack->resize(base);
-    (stack->emplace_back(std::forward<T>(results)), ...);
+    if constexpr (sizeof...(T) == 0) {
+      stack->resize(base);
+    } else {
+      c10::IValue r[] = {c10::IValue(std::forward<T>(results))...};
+      stack->resize(base);
+      for (auto& v : r) stack->push_back(std::move(v));
+    }
   }
 };
 

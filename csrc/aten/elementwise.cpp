@@ -6,7 +6,10 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/TypeProperties.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/result_type.h>
 
 #include <limits>
@@ -14,6 +17,7 @@
 
 #include "aten/call.h"
 #include "aten/common.h"
+#include "aten/devices.h"
 #include "aten/kernels.h"
 #include "util/half.h"
 
@@ -190,8 +194,8 @@ void run(OpId id, Call& c, at::TensorIteratorBase& iter, ElementwiseArgs args) {
   const c10::ScalarType common = iter.common_dtype();
   const DType ct = to_dtype(common, op_info(id).name);
   check_dtype(id, ct);
-  if (c.has("alpha")) {
-    const c10::Scalar alpha = c["alpha"].toScalar();
+  if (const int ai = c.index("alpha"); ai >= 0 && !c.arg(ai).isNone()) {
+    const c10::Scalar alpha = c.arg(ai).toScalar();
     check_alpha(common, alpha);
     args.s0 = to_scalar(alpha);
   }
@@ -200,6 +204,36 @@ void run(OpId id, Call& c, at::TensorIteratorBase& iter, ElementwiseArgs args) {
 }
 
 at::Tensor out_of(Call& c) { return c.inplace() ? c.tensor("self") : c.out(); }
+
+// at::TensorIterator, but a result it allocates comes from the vkml allocator directly, as torch's
+// structured CPU kernels allocate theirs, not through the dispatcher (at::empty: BackendSelect,
+// then our empty kernel), which is most of what recording a tiny op costs beyond torch CPU's.
+// An output that was given (out=, in place) is resized as at::TensorIterator resizes it.
+struct Iter final : at::TensorIteratorBase {
+  const at::Tensor& maybe_get_output(int64_t i) override { return output(i); }
+  void set_output_raw_strided(int64_t i, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                              c10::TensorOptions options) override {
+    auto& op = operands_[size_t(i)];
+    if (!op.tensor_base().defined()) {
+      op.tensor(c10::MaybeOwned<at::TensorBase>::owned(allocate(sizes, strides, options)));
+      op.current_dtype = op.target_dtype;
+    } else if (op.will_resize) {
+      at::native::resize_output(op.tensor(), sizes);
+      if (!strides.empty()) op.tensor().as_strided_(sizes, strides);
+      else if (const auto mf = options.memory_format_opt()) op.tensor_base().unsafeGetTensorImpl()->empty_tensor_restride(*mf);
+    }
+  }
+  static at::Tensor allocate(c10::IntArrayRef sizes, c10::IntArrayRef strides, const c10::TensorOptions& o) {
+    if (o.device().type() != c10::DeviceType::PrivateUse1)  // not ours: as at::TensorIterator
+      return strides.empty() ? at::empty(sizes, o) : at::empty_strided(sizes, strides, o);
+    constexpr c10::DispatchKeySet keys{c10::DispatchKey::PrivateUse1};  // as aten/basic.cpp's empty
+    const c10::ScalarType st = c10::typeMetaToScalarType(o.dtype());
+    to_dtype(st, "empty");  // the same error as there (complex results)
+    OnDevice on(o.device().index());
+    return strides.empty() ? at::detail::empty_generic(sizes, allocator(), keys, st, o.memory_format_opt())
+                           : at::detail::empty_strided_generic(sizes, strides, allocator(), keys, st);
+  }
+};
 
 }  // namespace
 
@@ -332,23 +366,28 @@ void ew_clamp(OpId id, Call& c) {
   run(id, c, iter, args);
 }
 
+// The iterators borrow their operands (as torch's structured kernels do): out and the arguments
+// on the stack outlive them, and Call::ret takes the result before popping the arguments.
 void ew_unary(OpId id, Call& c) {
   torch_checks(id, c);
-  at::TensorIterator iter;
-  iter.build_unary_op(out_of(c), c.tensor("self"));
+  const at::Tensor out = out_of(c);
+  Iter iter;
+  iter.build_borrowing_unary_op(out, c.tensor("self"));
   run(id, c, iter, {});
 }
 
 void ew_unary_float(OpId id, Call& c) {
-  at::TensorIterator iter;
-  iter.build_unary_float_op(out_of(c), c.tensor("self"));
+  const at::Tensor out = out_of(c);
+  Iter iter;
+  iter.build_borrowing_unary_float_op(out, c.tensor("self"));
   run(id, c, iter, {});
 }
 
 // a ^ s: s = -1 (all ones) for integers, 1 for bool (logical not).
 void ew_bitwise_not(OpId id, Call& c) {
-  at::TensorIterator iter;
-  iter.build_unary_op(out_of(c), c.tensor("self"));
+  const at::Tensor out = out_of(c);
+  Iter iter;
+  iter.build_borrowing_unary_op(out, c.tensor("self"));
   ElementwiseArgs args;
   args.s0 = iter.common_dtype() == c10::ScalarType::Bool ? Scalar{1.0, 1} : Scalar{-1.0, -1};
   run(id, c, iter, args);
@@ -356,24 +395,27 @@ void ew_bitwise_not(OpId id, Call& c) {
 
 void ew_binary(OpId id, Call& c) {  // the second argument is `other`, or clamp_min/max's bound
   torch_checks(id, c);
-  at::TensorIterator iter;
-  iter.build_binary_op(out_of(c), c.tensor("self"), wrap(c.arg(1)));
+  const at::Tensor out = out_of(c), other = wrap(c.arg(1));
+  Iter iter;
+  iter.build_borrowing_binary_op(out, c.tensor("self"), other);
   ElementwiseArgs args;
   args.s0 = Scalar{1.0, 1};  // alpha, unless given
   run(id, c, iter, args);
 }
 
 void ew_binary_float(OpId id, Call& c) {
-  at::TensorIterator iter;
-  iter.build_binary_float_op(out_of(c), c.tensor("self"), wrap(c["other"]));
+  const at::Tensor out = out_of(c), other = wrap(c["other"]);
+  Iter iter;
+  iter.build_borrowing_binary_float_op(out, c.tensor("self"), other);
   ElementwiseArgs args;
   args.s0 = Scalar{1.0, 1};
   run(id, c, iter, args);
 }
 
 void ew_compare(OpId id, Call& c) {
-  at::TensorIterator iter;
-  iter.build_comparison_op(out_of(c), c.tensor("self"), wrap(c["other"]));
+  const at::Tensor out = out_of(c), other = wrap(c["other"]);
+  Iter iter;
+  iter.build_borrowing_comparison_op(out, c.tensor("self"), other);
   run(id, c, iter, {});
 }
 

@@ -148,9 +148,11 @@ static Slots& slots() {
 }
 
 Result<Block> Device::alloc(size_t bytes) {
-  std::lock_guard<std::recursive_mutex> g(mu_);
+  // Every op's output passes here: the first try takes only the allocator's own lock (the Vulkan
+  // backend's Memory is thread safe), the device lock only for the out-of-memory retry.
   auto r = backend_->alloc(bytes, MemKind::device);
   if (r.ok() || r.error().code != Err::out_of_memory) return r;
+  std::lock_guard<std::recursive_mutex> g(mu_);
   // Memory pressure: run what is pending (frees staging), give cached blocks back, try again.
   ++alloc_retries_;
   VKML_TRY(flush_locked());
@@ -162,8 +164,9 @@ Result<Block> Device::alloc(size_t bytes) {
 
 void Device::free(const Block& b) {
   // Stream-ordered reuse: nodes run in recording order with a barrier between each, so a block
-  // freed now may be handed to a later node even while earlier pending nodes still use it.
-  std::lock_guard<std::recursive_mutex> g(mu_);
+  // freed now may be handed to a later node even while earlier pending nodes still use it. That
+  // holds without the device lock too (a reuse is allocated, hence recorded, after this free),
+  // and the allocator has its own lock.
   backend_->free(b);
 }
 
