@@ -90,6 +90,7 @@ class Backend {
   virtual const Limits& limits() const = 0;
 
   // Memory. alloc may fail with Err::out_of_memory; the caller may flush, empty the cache, retry.
+  // alloc and free are thread-safe (the device calls them without its own lock).
   virtual Result<Block> alloc(size_t bytes, MemKind kind) = 0;
   virtual void free(const Block& b) = 0;
   virtual void* host_ptr(uint64_t addr) = 0;  // mapped pointer for a staging address, else null
