@@ -28,6 +28,7 @@ Env read() {
   if (e.max_pending < 1) e.max_pending = 1;
   if (const char* d = std::getenv("VKML_SPIRV_DIR")) e.spirv_dir = d;
   if (const char* r = std::getenv("VKML_RNG")) e.rng = r;
+  if (const char* m = std::getenv("VKML_FUSE")) e.fuse = !(*m && std::strcmp(m, "0") == 0);
   return e;
 }
 }  // namespace

@@ -17,6 +17,7 @@ struct Env {
   std::string spirv_dir;      // VKML_SPIRV_DIR=path: <blob>.spv files there replace the built-in SPIR-V
                              // (scripts/mutate.py and the check-mode tests load broken shaders so)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
+  bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
 };
 
 // Mutable so tests can toggle check/eager at run time through the Python module.
