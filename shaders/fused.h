@@ -24,7 +24,7 @@ PB_BEGIN(FusedProgram)
   u64 addr[FUSED_OPERANDS];            // the fused node's operands t[0..nops)
   u32 dtype[FUSED_OPERANDS];
   i32 strides[FUSED_OPERANDS * 4];     // bytes, [operand * 4 + dim], innermost first
-  u32 code[FUSED_STEPS];               // OP_* of each step (the row's, or the mutant's)
+  u32 code[FUSED_STEPS];               // OP_* of each step (its row's)
   u32 src[FUSED_STEPS];                // a | b << 8 | old output (where) << 16 | store operand << 24
   u32 dts[FUSED_STEPS];                // out | a << 8 | b << 16 | compute << 24 (dtype codes)
   u32 sflags[FUSED_STEPS];             // FUSED_SCALAR_B, FUSED_HAS_A

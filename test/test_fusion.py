@@ -9,6 +9,7 @@ import pytest
 import torch
 import vkml_torch
 
+from broken_shaders import broken_dir, loaded
 from helpers import DEV, check_mode, stats
 
 
@@ -335,31 +336,27 @@ def test_check_mode_checks_fused_steps():
     torch.testing.assert_close(y.cpu(), chain8(x.cpu()), rtol=3e-5, atol=1e-30)
 
 
-@pytest.mark.parametrize("op", ["mul", "sigmoid", "add"])
-def test_check_mode_catches_a_mutated_fused_step(op):
+def test_check_mode_catches_a_broken_fused_kernel():
+    """shaders/fused.comp with its stores corrupted (test/broken_shaders.py): check mode names the
+    first step whose result is wrong; the built-in shader passes again afterwards."""
     x = torch.randn(3000, device=DEV)
-    vkml_torch.set_mutation(op)
-    try:
-        with pytest.raises(RuntimeError, match=rf"^vkml check failed: op {op} \(step \d+ of \d+ of a fused node\)"):
+    with loaded(broken_dir("fused")):
+        with pytest.raises(RuntimeError, match=r"^vkml check failed: op mul \(step 1 of \d+ of a fused node\)"):
             with check_mode():
                 chain8(x).cpu()
-    finally:
-        vkml_torch.set_mutation("")
     with check_mode():
         chain8(x).cpu()
 
 
-def test_mutated_fused_kernel_changes_bytes():
-    """Without check mode the mutation runs too: the fused path is really the one computing."""
+def test_broken_fused_kernel_changes_bytes():
+    """Without check mode the broken shader runs too: the fused path is really the one computing."""
     no_check_mode()
     x = torch.randn(3000, device=DEV)
     good = raw(chain8(x))
-    vkml_torch.set_mutation("relu")
-    try:
+    with loaded(broken_dir("fused")):
         bad = raw(chain8(x))
-    finally:
-        vkml_torch.set_mutation("")
     assert not torch.equal(good, bad)
+    assert torch.equal(good, raw(chain8(x)))
 
 
 # ---- Adam ----------------------------------------------------------------------------------------
