@@ -428,3 +428,63 @@ def test_write_after_read_gets_a_barrier():
     torch.vkml.synchronize()
     assert stats()["barriers"] - b["barriers"] == 1
     assert torch.equal(y.cpu(), xc * 2) and torch.equal(x.cpu(), xc + 1)
+
+
+# ---- profiler, several devices --------------------------------------------------------------------
+def test_profiler_times_a_fused_dispatch_as_one_kernel():
+    """vkml_torch.profile(): a fused node is one timed kernel, named by the rows it runs (and past
+    8 steps by its step count), so the table's rows stay per kernel that really ran."""
+    no_check_mode()
+    x, y = torch.randn(4096, device=DEV), torch.randn(1000, device=DEV)  # two shapes: two groups
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        chain8(x)
+        for _ in range(6):
+            y = (y * 0.5 + 1.0)
+        torch.vkml.synchronize()
+    if not p.available:
+        pytest.skip(p.why)
+    names = [k[0] for k in p.kernels]
+    assert len(names) == 2, names
+    assert names[0].startswith("fused(mul,add,relu,sub,sigmoid,mul,"), names
+    assert names[0].count(",") == 7 and "[fused_f32" in names[0], names
+    assert names[1].startswith("fused[12](mul,add,mul,add,mul,add,...) [fused_f32"), names
+    table = p.table_text()
+    assert names[0] in table and names[1] in table
+
+
+MULTI = r"""
+import torch, vkml_torch
+assert torch.vkml.device_count() == 2
+xs = [torch.randn(1000, device=f"vkml:{d}") for d in (0, 1)]
+for d in (0, 1):
+    torch.vkml.synchronize(d)
+before = [vkml_torch.stats(d) for d in (0, 1)]
+ys = []
+for k in range(3):  # recorded alternately: each device's graph fuses its own chain
+    for d in (0, 1):
+        ys.append(torch.exp(xs[d] * (k + 1) + 0.5).relu())
+for d in (0, 1):
+    torch.vkml.synchronize(d)
+after = [vkml_torch.stats(d) for d in (0, 1)]
+outs = [y.cpu() for y in ys]
+for d in (0, 1):
+    assert after[d]["fused"] - before[d]["fused"] == 1, (d, before[d], after[d])
+    assert after[d]["fused_steps"] - before[d]["fused_steps"] == 12, (d, before[d], after[d])
+vkml_torch.set_fuse(False)
+ref = [torch.exp(xs[d] * (k + 1) + 0.5).relu().cpu() for k in range(3) for d in (0, 1)]
+for a, b in zip(outs, ref):
+    assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+print("ok")
+"""
+
+
+def test_each_device_fuses_its_own_nodes():
+    """Two devices (VKML_FAKE_DEVICES=2 needs a process of its own): chains recorded alternately
+    on both fuse per device, with the unfused bytes."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, VKML_FAKE_DEVICES="2")
+    r = subprocess.run([sys.executable, "-c", MULTI], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
