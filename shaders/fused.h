@@ -17,6 +17,7 @@ namespace vkml::pc {
 #define FUSED_CONTIGUOUS 1u  // every operand is dense in the same order: offsets are i * size
 #define FUSED_SCALAR_B 1u    // step flag: b is the scalar s1 (EW_SCALAR_B)
 #define FUSED_HAS_A 2u       // step flag: the node has operand a
+#define FUSED_KEEP 4u        // step flag: a step after the next one reads its result (reg[k])
 
 PB_BEGIN(FusedProgram)
   u32 ndim; u32 nops; u32 nsteps; u32 flags;
@@ -27,7 +28,7 @@ PB_BEGIN(FusedProgram)
   u32 code[FUSED_STEPS];               // OP_* of each step (its row's)
   u32 src[FUSED_STEPS];                // a | b << 8 | old output (where) << 16 | store operand << 24
   u32 dts[FUSED_STEPS];                // out | a << 8 | b << 16 | compute << 24 (dtype codes)
-  u32 sflags[FUSED_STEPS];             // FUSED_SCALAR_B, FUSED_HAS_A
+  u32 sflags[FUSED_STEPS];             // FUSED_SCALAR_B, FUSED_HAS_A, FUSED_KEEP
   u64 s0[FUSED_STEPS]; u64 s1[FUSED_STEPS];  // raw scalars, as EwParams alpha / bscalar
   u64 scratch;  // check mode: step k stores its result at scratch + k * numel * 8 + i * size, dense
 PB_END(FusedProgram)

@@ -6,6 +6,7 @@
 
 #include "backend/vulkan/lower.h"
 #include "fused.h"
+#include "op_codes.h"
 
 namespace vkml::vk {
 
@@ -76,10 +77,27 @@ int lower_fused(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
     const uint32_t db = e.nin >= 2 && !args.scalar_b ? uint32_t(e.t[A::b].dtype) : 0;
     p.dts[k] = uint32_t(e.t[A::out].dtype) | da << 8 | db << 16 | uint32_t(e.compute) << 24;
     p.sflags[k] = (args.scalar_b ? FUSED_SCALAR_B : 0u) | (e.nin >= 1 ? FUSED_HAS_A : 0u);
+    // The next step reads step k's result from a plain variable; later ones from reg[k].
+    const uint8_t reg = uint8_t(kFusedReg | k);
+    for (size_t j = k + 2; j < prog->steps.size(); ++j) {
+      const FusedStep& t = prog->steps[j];
+      if (t.a == reg || t.b == reg || t.old == reg) p.sflags[k] |= FUSED_KEEP;
+    }
     p.s0[k] = raw_scalar(args.s0, c);
     p.s1[k] = raw_scalar(args.s1, c);
   }
   p.scratch = prog->scratch;
+  // Every operand and step in the variant's own dtype: the pipeline without dtype switches.
+  const DType native = c == Compute::f32 ? DType::f32 : c == Compute::f64 ? DType::f64 : DType::i64;
+  bool same = true;
+  for (int j = 0; j < nt; ++j) same = same && n.t[j].dtype == native;
+  for (const Node& e : prog->nodes) {
+    using A = ElementwiseArgs;
+    same = same && e.compute == native && e.t[A::out].dtype == native;
+    if (e.nin >= 1) same = same && e.t[A::a].dtype == native;
+    if (e.nin >= 2 && !e.as<A>().scalar_b) same = same && e.t[A::b].dtype == native;
+  }
+  if (same) out[0].opcode = OP_FUSED_NATIVE;
   pc::FusedPc pcb{};
   pcb.numel = uint32_t(numel);
   if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
