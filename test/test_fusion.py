@@ -488,3 +488,26 @@ def test_each_device_fuses_its_own_nodes():
     env = dict(os.environ, VKML_FAKE_DEVICES="2")
     r = subprocess.run([sys.executable, "-c", MULTI], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+FREED_WHILE_DEFERRED = r"""
+import torch, vkml_torch
+x = (torch.arange(12) - 5).reshape(3, 4).to(torch.float64)
+y = (torch.arange(4) % 3).to(torch.float64)
+got = x.to("vkml") * y.to("vkml")  # y's device copy is freed while the mul waits for the flush
+assert torch.equal(got.cpu(), x * y)
+print("ok")
+"""
+
+
+def test_check_mode_keeps_blocks_freed_while_nodes_wait():
+    """Check mode defers elementwise nodes to the flush, which allocates while it checks them (the
+    first float64 op runs the subnormal probe, a fresh process's first): a block freed meanwhile
+    must not be handed out before they ran (the probe's inputs once replaced y's bytes)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, VKML_CHECK="1")
+    r = subprocess.run([sys.executable, "-c", FREED_WHILE_DEFERRED], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

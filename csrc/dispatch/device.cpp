@@ -171,6 +171,13 @@ void Device::free(const Block& b) {
   std::lock_guard<std::recursive_mutex> g(mu_);
   // The plan may skip storing a value nothing can read any more: one whose block is freed.
   if (!graph_.empty()) graph_.freed.push_back(Freed{b.addr, b.size, graph_.nodes.size()});
+  // Check mode defers elementwise nodes to the flush, which allocates as it checks them (scratch,
+  // the subnormal probe): a block they still read must not be handed out before they ran.
+  if (env().check && !checking_ && !graph_.empty()) {
+    Backend* be = backend_.get();
+    graph_.keepalive.push_back(std::shared_ptr<void>(nullptr, [be, b](void*) { be->free(b); }));
+    return;
+  }
   backend_->free(b);
 }
 
