@@ -104,7 +104,8 @@ def compile_shaders():
     os.makedirs(os.path.join(GEN, "spv"), exist_ok=True)
     comps = sorted(glob.glob(os.path.join(SHADERS, "*.comp")))
     sources = {p: open(p).read() for p in comps}
-    gen_op_codes(sources)
+    # OP_* tokens of the .glsl includes too (ew_ops.glsl holds the elementwise ops)
+    gen_op_codes({**sources, **{p: open(p).read() for p in sorted(glob.glob(os.path.join(SHADERS, "*.glsl")))}})
     glslc = shutil.which("glslc")
     if glslc is None:
         raise RuntimeError("glslc not found: install Debian's 'glslc' package (make test does this)")

@@ -17,7 +17,7 @@ import sys
 import torch
 
 from . import suite
-from .report import print_table
+from .report import fusion_ratios, print_fusion, print_table
 from .run import run_device
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -87,15 +87,20 @@ def profile_cases(cases, vk, args):
     """Each case's steps on vkml under vkml_torch.profile(), after a warm-up; prints the table."""
     dev, sync = torch.device("vkml", 0), torch.vkml.synchronize
     for c in cases:
-        step = c.build(dev)
-        for _ in range(3):  # the first step creates the pipelines
-            step()
-        sync()
-        with vk.profile() as p:
-            for _ in range(args.steps):
+        on = vk.fuse_enabled()
+        vk.set_fuse(on and c.fuse)  # the unfused twin of a case runs unfused here too
+        try:
+            step = c.build(dev)
+            for _ in range(3):  # the first step creates the pipelines
                 step()
-                if c.opts.get("sync_each"):
-                    sync()
+            sync()
+            with vk.profile() as p:
+                for _ in range(args.steps):
+                    step()
+                    if c.opts.get("sync_each"):
+                        sync()
+        finally:
+            vk.set_fuse(on)
         print(f"\n{c.name}: {args.steps} step(s) profiled")
         p.table()
         os.makedirs(os.path.dirname(os.path.abspath(args.trace)), exist_ok=True)
@@ -133,7 +138,7 @@ def main(argv=None):
     log = (lambda s: print(s, flush=True)) if args.verbose else None
     results, child = {}, []
     if vk is not None:
-        results["vkml"] = run_device(cases, torch.device("vkml", 0), args, trace=vk.trace, log=log)
+        results["vkml"] = run_device(cases, torch.device("vkml", 0), args, trace=vk.trace, log=log, vk=vk)
     for dev_type in ["cpu"] + (["cuda"] if has_cuda else []):
         if dev_type == "cpu" and not args.cpu_in_child:
             results["cpu"] = run_device(cases, torch.device("cpu"), args, log=log)
@@ -144,11 +149,14 @@ def main(argv=None):
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
             results[dev_type] = {c.name: {"status": "error", "value": None, "note": f"error: {e}"} for c in cases}
     print_table(cases, results, child)
+    fusion = fusion_ratios(cases, results.get("vkml", {}))
+    print_fusion(fusion)
     info = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "torch": torch.__version__, "python": platform.python_version(), "host": platform.node(),
             "cpu_threads": torch.get_num_threads(), "sizes": "full" if args.full_sizes else "small",
             "repeats": args.repeats, "vkml_device": vk._C.device_info() if vk is not None else None,
-            "cuda_device": torch.cuda.get_device_name(0) if has_cuda else None, "child_process": child}
+            "cuda_device": torch.cuda.get_device_name(0) if has_cuda else None, "child_process": child,
+            "fusion": fusion}
     doc = {"info": info, "cases": [{"name": c.name, "group": c.group, "unit": c.unit, "better": c.better,
                                     "note": c.note, "results": {d: r[c.name] for d, r in results.items()}}
                                    for c in cases]}

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .counts import adam, per_step
 from .timing import NotApplicable
 
 UNITS = {  # unit: (better, value from (seconds per step, work))
@@ -32,6 +33,8 @@ class Case:
     series: str = ""        # cases of one series grow in work: a slow device skips the larger ones
     opts: dict = field(default_factory=dict)  # for timing.measure (sync_each, warmup, ...)
     note: str = ""
+    fuse: bool = True       # False: vkml runs it with fusion off (vkml_torch.set_fuse), for the ratio
+    counts: object = None   # counts(step, vk) -> note: vkml's dispatch counts (bench/counts.py)
 
     @property
     def better(self):
@@ -60,8 +63,12 @@ def add_case(numel):
                 note="2 reads + 1 write")
 
 
-def chain8_case(numel):
+def chain8_case(numel, fuse=True):
+    """Fused on vkml (one dispatch), or with fuse=False the same chain unfused (eight dispatches),
+    in the same process: report.py prints the fused/unfused ratio."""
     def build(dev):
+        if not fuse and dev.type != "vkml":
+            raise NotApplicable("fusion is vkml's: the fused case is this device's figure")
         x = _rand(numel, dev=dev)
 
         def step():
@@ -74,8 +81,13 @@ def chain8_case(numel):
             y = y * 2.0
             return y + 1.0
         return step
-    return Case(f"chain of 8 elementwise {fmt_numel(numel)} f32", "elementwise", "GB/s", 8 * numel, build,
-                "chain8", note="counts 1 read + 1 write: the bytes a fused kernel moves")
+    return Case(f"chain of 8 elementwise {fmt_numel(numel)} f32" + ("" if fuse else UNFUSED), "elementwise",
+                "GB/s", 8 * numel, build, "chain8" if fuse else "chain8-unfused",
+                note="counts 1 read + 1 write: the bytes a fused kernel moves" if fuse else "",
+                fuse=fuse, counts=per_step)
+
+
+UNFUSED = ", unfused (vkml fusion off)"
 
 
 def dropout_case(numel):
@@ -163,9 +175,10 @@ def mlp_case(d_in, h, d_out, batch):
             opt.zero_grad()
             F.cross_entropy(model(x), y).backward()
             opt.step()
+        step.params = list(model.parameters())  # counts.adam steps them again with their gradients
         return step
     return Case(f"MLP {d_in}-{h}-{h}-{d_out} Adam, batch {batch}, sync each step", "training", "steps/s", 1,
-                build, opts={"sync_each": True, "warmup": 30})
+                build, opts={"sync_each": True, "warmup": 30}, counts=adam)
 
 
 def transformer_case(d_model, nhead, ff, seq, batch):

@@ -54,6 +54,34 @@ def print_table(cases, results, child=()):
         print("\n" + textwrap.fill(FOOTNOTE, 100, subsequent_indent="    "))
 
 
+def fusion_ratios(cases, vkml):
+    """[{case, fused, unfused, ratio}]: each case with an unfused twin (cases.UNFUSED), vkml's
+    figures with fusion on and off, measured in this process, and fused/unfused."""
+    from .cases import UNFUSED
+    names = {c.name for c in cases}
+    out = []
+    for c in cases:
+        twin = c.name + UNFUSED
+        if not c.fuse or twin not in names:
+            continue
+        f, u = (vkml.get(n, {}).get("value") for n in (c.name, twin))
+        r = f / u if f and u else None
+        if c.better == "lower" and r:
+            r = 1 / r
+        out.append({"case": c.name, "unit": c.unit, "fused": f, "unfused": u, "ratio": r})
+    return out
+
+
+def print_fusion(rows):
+    if not rows:
+        return
+    print("\nvkml fusion, same process (vkml_torch.set_fuse):")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x" if r["ratio"] else "-"
+        print(f"  {r['case']}: fused {fmt(r['fused'])} {r['unit']}, unfused {fmt(r['unfused'])} {r['unit']}: "
+              f"fused/unfused {ratio}")
+
+
 def markdown(doc):
     """The JSON file's table as Markdown (for docs/performance.md): python -m bench.report FILE."""
     devs = [d for d in ("vkml", "cpu", "cuda") if any(d in c["results"] for c in doc["cases"])]

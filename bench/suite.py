@@ -48,6 +48,7 @@ def build(full, numel=None, mm=None, dtypes=("f32", "f16", "bf16")):
         s["mm"] = mm
     out = [C.add_case(n) for n in s["numel"]]
     out += [C.chain8_case(n) for n in s["numel"]]
+    out += [C.chain8_case(n, fuse=False) for n in s["numel"]]
     out += [C.dropout_case(s["dropout"]), C.randn_case(256, 2048)]
     out += [C.rows_case(k, *s["rows"]) for k in ("sum", "softmax", "layer_norm")]
     for dt in dtypes:

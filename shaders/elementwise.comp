@@ -3,6 +3,7 @@
 #version 460
 #define PC_EW
 #include "common.glsl"
+#include "ew_ops.glsl"
 
 layout(local_size_x = 128) in;
 
@@ -57,66 +58,9 @@ void main() {
   else if (pc.b != 0UL) b = load_T(pc.b + ob, dtb);
   if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);
   if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc) b = round_T(b, dtc);
-  T alpha = from_raw(pc.alpha);
-  if (OP == OP_THRESHOLD_BWD || OP == OP_CLAMP) alpha = round_T(alpha, dtc);
-  precise T r = T(0);  // precise: a + alpha*b must not become an fma (Vulkan leaves fma unfused)
-  switch (OP) {
-    case OP_FILL: r = alpha; break;
-    case OP_COPY: r = a; break;
-    case OP_NEG: r = -a; break;
-#if defined(CT_I64)
-    case OP_ABS: r = a < T(0) ? -a : a; break;
-#else
-    case OP_ABS: r = abs(a); break;  // clears the sign bit: abs(-0) = 0
-#endif
-    case OP_RELU: r = a < T(0) ? T(0) : a; break;  // relu(-0) = -0, relu(NaN) = NaN as torch
-    case OP_SIGN: r = T(T(0) < a ? 1 : 0) - T(a < T(0) ? 1 : 0); break;  // sign(NaN) = sign(-0) = +0
-#if defined(CT_I64)
-    case OP_CEIL: case OP_FLOOR: r = a; break;
-#else
-    case OP_CEIL: r = ceil(a); break;
-    case OP_FLOOR: r = floor(a); break;
-    case OP_EXP: r = exp_T(a); break;
-    case OP_LOG: r = log_T(a); break;
-    case OP_SQRT: r = sqrt_T(a); break;
-    case OP_SIGMOID: r = div_ieee(T(1), T(1) + exp_T(-a)); break;
-    case OP_SIGMOID_BWD: r = a * (T(1) - b) * b; break;  // a = grad_output, b = output
-    case OP_SILU: r = div_ieee(a, T(1) + exp_T(-a)); break;
-    case OP_RECIPROCAL: r = div_ieee(T(1), a); break;
-    case OP_RSQRT: r = div_ieee(T(1), sqrt_T(a)); break;
-    case OP_DIV: r = div_ieee(a, b); break;
-#endif
-    case OP_ADD: r = a + alpha * b; break;
-    case OP_SUB: r = a - alpha * b; break;
-    case OP_MUL: r = a * b; break;
-    case OP_MAX: r = max_nan(a, b); break;
-    case OP_MIN: r = min_nan(a, b); break;
-#if defined(CT_I64)
-    case OP_AND: r = a & b; break;
-    case OP_OR: r = a | b; break;
-    case OP_XOR: r = a ^ b; break;
-    case OP_NOT: r = a ^ alpha; break;  // alpha: -1 for integers, 1 for bool (aten/elementwise.cpp)
-#endif
-    case OP_EQ: r = (a == b) ? T(1) : T(0); break;
-    case OP_NE: r = (a == b) ? T(0) : T(1); break;  // NaN != x is true
-    case OP_LT: r = (a < b) ? T(1) : T(0); break;
-    case OP_LE: r = (a <= b) ? T(1) : T(0); break;
-    case OP_GT: r = (a > b) ? T(1) : T(0); break;
-    case OP_GE: r = (a >= b) ? T(1) : T(0); break;
-    case OP_CLAMP: {  // std::min(std::max(a, lo), hi), NaN self kept; lo = alpha, hi = bscalar
-      T hi = round_T(from_raw(pc.bscalar), dtc);
-      T x = a < alpha ? alpha : a;
-      r = is_nan(a) ? a : (hi < x ? hi : x);
-      break;
-    }
-    case OP_WHERE: {  // a = self, b = condition; else the output's value (aten copied `other` there)
-      T old = load_T(pc.dst + oo, dto);
-      r = nonzero(b) ? a : (dto != dtc ? round_T(old, dtc) : old);
-      break;
-    }
-    case OP_MASKED_FILL: r = nonzero(b) ? alpha : a; break;  // a = self, b = mask, alpha = value
-    case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
-  }
+  T old = T(0);
+  if (OP == OP_WHERE) old = load_T(pc.dst + oo, dto);
+  T r = ew_apply(OP, a, b, pc.alpha, pc.bscalar, old, pc.a != 0UL, dto, dtc);
   if (dto != dtc) r = round_T(r, dtc);
   store_T(pc.dst + oo, dto, r);
 }

@@ -17,6 +17,7 @@ AVAILABLE = bool(vkml_torch.is_available())
 WHY = "" if AVAILABLE else vkml_torch.why_unavailable()
 INITIAL_CHECK = bool(vkml_torch.check_enabled())
 INITIAL_EAGER = os.environ.get("VKML_EAGER", "") == "1"
+INITIAL_FUSE = bool(vkml_torch.fuse_enabled()) if AVAILABLE else True
 
 
 def pytest_report_header(config):
@@ -51,4 +52,5 @@ def _reset_hooks():
         vkml_torch._C._set_spirv_dir(want)
     vkml_torch.set_check(INITIAL_CHECK)
     vkml_torch.set_eager(INITIAL_EAGER)
+    vkml_torch.set_fuse(INITIAL_FUSE)
     torch.vkml.synchronize()  # nothing of this test may leak into the next one

@@ -126,3 +126,29 @@ def test_bench_pinned_runs():
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "pinned, non_blocking=True" in p.stdout, p.stdout
+
+
+def test_fusion_twin_ratio_and_adam_counts(tmp_path):
+    """The chain of 8 runs fused and unfused in one process (the CPU has no unfused twin: n/a),
+    the ratio is printed and in the JSON; the MLP case counts Adam's dispatches per parameter."""
+    env = {k: v for k, v in os.environ.items() if k != "VKML_CHECK"}  # check mode has its own counts
+    out = _bench("--only", "chain of 8", "--numel", "64K", "--repeats", "1", "--json", str(tmp_path / "f.json"),
+                 env=env)
+    assert "chain of 8 elementwise 64K f32" + cases.UNFUSED in out, out
+    assert "fused/unfused" in out and "vkml fusion" in out, out
+    doc = json.loads((tmp_path / "f.json").read_text())
+    (row,) = doc["info"]["fusion"]
+    assert row["fused"] > 0 and row["unfused"] > 0 and row["ratio"] > 0, row
+    twin = [c for c in doc["cases"] if c["name"].endswith(cases.UNFUSED)][0]
+    assert twin["results"]["cpu"]["status"] == "n/a", twin
+    assert "8 dispatch(es)" in twin["results"]["vkml"]["note"], twin
+    fused = [c for c in doc["cases"] if c["name"] == "chain of 8 elementwise 64K f32"][0]
+    assert "1 dispatch(es) (1 fused node(s) for 8 elementwise)" in fused["results"]["vkml"]["note"], fused
+    assert vkml_torch.fuse_enabled()
+    mlp = cases.mlp_case(16, 8, 4, 4)
+    mlp.opts = {"sync_each": True, "warmup": 2}
+    r = run.run_one(mlp, torch.device("vkml"), ARGS, vk=vkml_torch)
+    assert r["status"] == "ok", r
+    assert "Adam step, dispatches per parameter (6 parameters): foreach" in r["note"], r
+    assert "for-loop" in r["note"] and "unfused" in r["note"], r
+    assert vkml_torch.fuse_enabled()

@@ -40,6 +40,7 @@ CASES = {  # op -> (function, tolerance kind, backward-error scale and n from th
 @pytest.mark.parametrize("op", list(CASES))
 def test_mutation_caught(op):
     f, kind, scale, stem = CASES[op]
+    vkml_torch.set_fuse(False)  # the row's own shader, not fused.comp (test_fusion breaks that one)
     a, b = torch.randn(6, 5), torch.randn(6, 5)
     want = f(a, b)
     vkml_torch.set_check(False)  # VKML_CHECK=1 runs start with it on; conftest restores it
@@ -82,6 +83,7 @@ def _dtype(r):
 def test_every_row_broken_shader_caught(r):
     """Table-driven: whatever the row, a broken build of its family's shader fails check mode
     naming it."""
+    vkml_torch.set_fuse(False)  # the row's own shader, not fused.comp (test_fusion breaks that one)
     ov, case = _first_case(r)
     op = resolve(ov)
 

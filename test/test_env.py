@@ -119,7 +119,9 @@ def test_check_and_spirv_dir_env():
         except RuntimeError as e:
             print(json.dumps([vkml_torch.check_enabled(), str(e)]))
     """
-    out, _ = run(code, VKML_CHECK="1", VKML_SPIRV_DIR=broken_dir("elementwise", stem_blobs("elementwise", "float32")))
+    # VKML_FUSE=0: the add runs elementwise.comp, not fused.comp (an upload-free chain may fuse)
+    out, _ = run(code, VKML_CHECK="1", VKML_FUSE="0",
+                 VKML_SPIRV_DIR=broken_dir("elementwise", stem_blobs("elementwise", "float32")))
     assert out[0] is True
     assert out[1].startswith("vkml check failed:") and "add" in out[1], out[1]
     out, _ = run(code, VKML_CHECK="1")

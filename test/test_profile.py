@@ -3,6 +3,7 @@ sequence; times are positive, inside their submission and within the block's wal
 is written outside a block; check mode, empty blocks, errors and a device without timestamps.
 Speed is never asserted."""
 import json
+import re
 import time
 
 import pytest
@@ -36,9 +37,14 @@ def _row_kernels(p, row):
 
 
 def test_kernels_named_and_counted_exactly():
+    """Fusion off: one kernel per node, named by its row (fused below)."""
     a, b = _inputs()
-    with vkml_torch.profile() as p:
-        v = _known_sequence(a, b)
+    vkml_torch.set_fuse(False)
+    try:
+        with vkml_torch.profile() as p:
+            v = _known_sequence(a, b)
+    finally:
+        vkml_torch.set_fuse(True)
     assert p.available, p.why
     assert v == pytest.approx(((a.cpu() + b.cpu()) * 2).sum().item(), rel=1e-4)
     c = _counts(p)
@@ -51,6 +57,21 @@ def test_kernels_named_and_counted_exactly():
     if not vkml_torch.check_enabled():  # (check mode also downloads every operand: see below)
         assert c["copy device->host"] == 1, c
         assert p.host["nodes"] == 3 + 3 + 1 + 1  # adds, muls, sum, the download's copy
+
+
+def test_a_fused_chain_is_one_kernel_named_by_its_rows():
+    """Fusion on (the default): the six elementwise nodes run as one fused dispatch, timed as
+    one kernel named by the rows it runs (docs/fusion.md)."""
+    a, b = _inputs()
+    with vkml_torch.profile() as p:
+        v = _known_sequence(a, b)
+    assert p.available, p.why
+    assert v == pytest.approx(((a.cpu() + b.cpu()) * 2).sum().item(), rel=1e-4)
+    c = _counts(p)
+    fused = {k: n for k, n in c.items() if k.startswith("fused")}
+    assert list(fused.values()) == [1] and re.fullmatch(r"fused\(add,mul,add,mul,add,mul\) \[fused_f32(_ieee)?\]",
+                                                       next(iter(fused))), c
+    assert not _row_kernels(p, "add") and not _row_kernels(p, "mul"), c
 
 
 def test_times_positive_ordered_and_within_the_block():

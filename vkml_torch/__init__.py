@@ -27,7 +27,8 @@ from ._profile import profile  # noqa: E402
 from ._trace import trace  # noqa: E402
 
 __all__ = ["best_device", "is_available", "why_unavailable", "stats", "set_check", "check_enabled",
-           "set_eager", "flushes_subnormals", "pipeline_cache", "trace", "profile", "set_rng_mode", "get_rng_mode"]
+           "set_fuse", "fuse_enabled", "set_eager", "flushes_subnormals", "pipeline_cache", "trace", "profile",
+           "set_rng_mode", "get_rng_mode"]
 
 _registered = False
 
@@ -75,10 +76,13 @@ def best_device():
 
 def stats(device=None):
     """The device's counters since process start (default: the current device): nodes,
-    dispatches, submits, flushes, pending, checked, and submit_us / wait_us: host time spent
-    building and submitting batches (lowering each node, recording commands) and waiting for them
-    to finish; pipelines / pipeline_cache_hits: pipelines compiled, and how many of them the
-    on-disk pipeline cache held (see pipeline_cache())."""
+    dispatches, submits, flushes, pending, checked, fused (fused nodes submitted) and fused_steps
+    (the elementwise nodes they replaced), barriers (pipeline barriers between dispatches: only
+    where one depends on another), submit_us / wait_us: host time spent building and submitting
+    batches (lowering each node, recording commands) and waiting for them to finish, and
+    pipelines / pipeline_cache_hits: pipelines compiled, and how many of them the on-disk
+    pipeline cache held (see pipeline_cache()).
+    """
     from ._device import _index
     return _C.stats(_index(device))
 
@@ -107,6 +111,18 @@ def set_check(on):
     """Check mode on or off, as VKML_CHECK=1 sets it at start: every op also runs on the CPU oracle
     and a result beyond the op's tolerance raises `vkml check failed: ...`. Pending work runs first."""
     _C.set_check(bool(on))
+
+
+def set_fuse(on):
+    """Fusion on or off, as VKML_FUSE=0 turns it off at start: at each flush, runs of elementwise
+    nodes over one shape become one fused dispatch (docs/fusion.md). The bytes are the same either
+    way; this switch exists to compare them. Pending work runs first."""
+    _C.set_fuse(bool(on))
+
+
+def fuse_enabled():
+    """Whether fusion of elementwise chains is on."""
+    return _C.fuse_enabled()
 
 
 def check_enabled():

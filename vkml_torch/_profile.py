@@ -12,7 +12,8 @@ class Profile:
     """What one `with vkml_torch.profile() as p:` block ran on the GPU; filled when the block exits.
 
     kernels: [(name, submission, start_ns, end_ns)], one per dispatch or copy, in GPU order. The
-    name is the op-table row and its shader ("add [elementwise_f32]"), or "copy host->device" etc.
+    name is the op-table row and its shader ("add [elementwise_f32]"), "fused(mul,add,exp) [fused_f32]"
+    for a fused chain (one kernel), or "copy host->device" etc.
     Times are the device's timestamps in ns (their own clock), relative to the first batch's start.
     submissions: [(ticket, start_ns, end_ns)], one per batch: from when it could start (everything
     before it done) to its end. wall_s: the block's host time, synchronizations included.
@@ -118,7 +119,8 @@ class profile:
     Blocks do not nest.
 
     p (a Profile) also has: kernels [(name, submission, start_ns, end_ns)], one per dispatch or
-    copy, named by op-table row and shader ("add [elementwise_f32]") or "copy host->device";
+    copy, named by op-table row and shader ("add [elementwise_f32]"), by the rows of a fused chain
+    ("fused(mul,add,exp) [fused_f32]") or "copy host->device";
     submissions [(ticket, start_ns, end_ns)]; summary() (the table's rows); gpu_time_ns();
     gaps_ns() (idle GPU time between consecutive submissions); table_text(); wall_s; host (the
     block's vkml_torch.stats() counts). GPU times are on the device's clock, from the first

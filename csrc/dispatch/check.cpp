@@ -11,7 +11,6 @@
 #include "dispatch/device.h"
 
 namespace vkml {
-namespace {
 
 // Flushes the subnormals of the compute type in one host copy of an operand (sign kept), as a
 // flushing device reads them. float16 values are never f32 subnormals.
@@ -31,8 +30,6 @@ void flush_subnormals(const TensorDesc& d, Compute c, uint8_t* p) {
   if (c == Compute::f32 && d.dtype == DType::f32) each(uint32_t(0x7F800000u), uint32_t(0x80000000u));
   if (c == Compute::f32 && d.dtype == DType::bf16) each(uint16_t(0x7F80u), uint16_t(0x8000u));
 }
-
-}  // namespace
 
 Result<void> Device::run_checked(const Node& n) {
   const int nt = n.nout + n.nin;

@@ -24,6 +24,10 @@ struct Mismatch {
 Mismatch compare(const TensorDesc& desc, const uint8_t* got, const uint8_t* ref, const Tol& tol,
                  Compute compute, const std::vector<double>& scale, int64_t n, const uint8_t* alt = nullptr);
 
-std::string describe(const TensorDesc& d);  // "float32[3, 4] strides [4, 1]"
+std::string describe(const TensorDesc& d);
+
+// Flushes the compute type's subnormals in a host copy p of d's bytes (sign kept), as a flushing
+// device reads them (dispatch/check.cpp).
+void flush_subnormals(const TensorDesc& d, Compute c, uint8_t* p);  // "float32[3, 4] strides [4, 1]"
 
 }  // namespace vkml

@@ -63,7 +63,11 @@ const std::string kBadFork =
     "Cannot re-initialize vkml in forked subprocess. To use vkml with multiprocessing, you must use the "
     "'spawn' start method";
 
+Planner g_planner = nullptr;
+
 }  // namespace
+
+void Device::set_planner(Planner p) { g_planner = p; }
 
 static Slots& slots();
 static Slot* slot(int index) {
@@ -163,10 +167,19 @@ Result<Block> Device::alloc(size_t bytes) {
 }
 
 void Device::free(const Block& b) {
-  // Stream-ordered reuse: nodes run in recording order with a barrier between each, so a block
-  // freed now may be handed to a later node even while earlier pending nodes still use it. That
-  // holds without the device lock too (a reuse is allocated, hence recorded, after this free),
-  // and the allocator has its own lock.
+  // Stream-ordered reuse: nodes run in recording order, with a barrier wherever a later one
+  // touches bytes an earlier one wrote or read (the backend tracks that by address), so a block
+  // freed now may be handed to a later node even while earlier pending nodes still use it.
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  // The plan may skip storing a value nothing can read any more: one whose block is freed.
+  if (!graph_.empty()) graph_.freed.push_back(Freed{b.addr, b.size, graph_.nodes.size()});
+  // Check mode defers elementwise nodes to the flush, which allocates as it checks them (scratch,
+  // the subnormal probe): a block they still read must not be handed out before they ran.
+  if (env().check && !checking_ && !graph_.empty()) {
+    Backend* be = backend_.get();
+    graph_.keepalive.push_back(std::shared_ptr<void>(nullptr, [be, b](void*) { be->free(b); }));
+    return;
+  }
   backend_->free(b);
 }
 
@@ -227,11 +240,12 @@ Result<void> Device::record(const Node& n) {
     return fail(Err::unsupported, "no Vulkan kernel for " + what);
   }
   ++stats_.nodes;
-  if (env().check && n.op != OpId::transfer) {
-    VKML_TRY(flush_locked());
-    return run_checked(n);
-  }
   graph_.nodes.push_back(n);
+  // Check mode with fusion: elementwise nodes wait for the next flush, which fuses and checks
+  // them step by step (flush_checked); anything else flushes (and is checked) at once.
+  if (env().check && env().fuse && g_planner && !checking_ && op_info(n.op).family == Family::elementwise &&
+      int(graph_.nodes.size()) < env().max_pending)
+    return {};
   if (env().eager || env().check) return flush_locked();
   // Past the bounds the batch goes to the GPU without waiting: recording goes on meanwhile.
   if (int(graph_.nodes.size()) >= env().max_pending || graph_.staged_bytes >= kMaxStagedBytes)
@@ -244,7 +258,52 @@ Result<void> Device::flush() {
   return flush_locked();
 }
 
+Result<void> Device::plan_locked() {
+  if (!g_planner || graph_.nodes.size() < 2) return {};
+  VKML_TRY(g_planner(graph_, limits()));
+  for (const Node& n : graph_.nodes)
+    if (n.op == OpId::fused) {
+      ++stats_.fused;
+      stats_.fused_steps += n.as<FusedArgs>().prog->nodes.size();
+    }
+  return {};
+}
+
+// Check mode: the pending nodes (elementwise ones deferred by record(), then the node that
+// flushed them) are planned as usual; a fused node is checked step by step, any other node as
+// always, and transfers run as they are. The batch's keepalive outlives every submission here.
+Result<void> Device::flush_checked() {
+  const auto t0 = Clock::now();
+  Result<void> r = plan_locked();
+  stats_.submit_ns += ns_since(t0);
+  std::vector<Node> nodes;
+  nodes.swap(graph_.nodes);
+  auto keep = std::move(graph_.keepalive);
+  graph_.clear();
+  checking_ = true;
+  for (const Node& n : nodes) {
+    if (!r.ok()) break;
+    if (n.op == OpId::fused) r = run_checked_fused(n);
+    else if (n.op != OpId::transfer) r = run_checked(n);
+    else {
+      graph_.nodes.push_back(n);
+      r = flush_locked();
+    }
+  }
+  checking_ = false;
+  graph_.clear();
+  if (!keep.empty()) {  // freed once the last submission (after all of these) completes
+    if (last_ticket_) inflight_.emplace_back(last_ticket_, std::move(keep));
+    else keep.clear();
+  }
+  if (!r.ok()) return r;
+  if (last_ticket_) VKML_TRY(timed_wait(last_ticket_));
+  release_completed();
+  return take_assert();
+}
+
 Result<void> Device::flush_locked(bool wait) {
+  if (env().check && !checking_ && !graph_.empty()) return flush_checked();
   if (graph_.empty()) {
     if (wait && last_ticket_) VKML_TRY(timed_wait(last_ticket_));
     release_completed();
@@ -253,6 +312,13 @@ Result<void> Device::flush_locked(bool wait) {
   ++stats_.flushes;
   ++stats_.submits;
   const auto t0 = Clock::now();
+  if (!checking_) {
+    auto p = plan_locked();
+    if (!p.ok()) {
+      graph_.clear();
+      return p.error();
+    }
+  }
   auto t = backend_->submit(graph_.nodes);
   stats_.submit_ns += ns_since(t0);
   if (t.ok()) {
@@ -353,6 +419,7 @@ Stats Device::stats() {
   std::lock_guard<std::recursive_mutex> g(mu_);
   Stats s = stats_;
   s.dispatches = backend_->dispatches();
+  s.barriers = backend_->barriers();
   s.pending = graph_.nodes.size();
   const PipelineStats p = backend_->pipeline_stats();
   s.pipelines = p.created;

@@ -22,7 +22,10 @@ struct Stats {
   uint64_t submits = 0;     // batches handed to the backend (each one queue submission)
   uint64_t flushes = 0;     // flushes that had work
   uint64_t pending = 0;     // nodes recorded and not yet submitted
-  uint64_t checked = 0;     // nodes verified against the oracle
+  uint64_t checked = 0;     // nodes verified against the oracle (each step of a fused node counts)
+  uint64_t fused = 0;       // fused nodes submitted (plan/fuse.cpp)
+  uint64_t fused_steps = 0; // elementwise nodes they replaced
+  uint64_t barriers = 0;    // pipeline barriers between dispatches (from the backend)
   uint64_t submit_ns = 0;   // host time building and submitting batches (lowering, command recording)
   uint64_t wait_ns = 0;     // host time waiting for submitted batches to finish
   uint64_t pipelines = 0;   // pipelines compiled (from the backend)
@@ -70,6 +73,9 @@ class Device {
   // Records a copy to dst from a staging block's address (alloc_host's): no copy on the host.
   Result<void> upload_from_host_block(uint64_t dst, uint64_t src, size_t bytes);
 
+  // The graph rewrite run on every batch before it is submitted (plan::fuse; set by aten).
+  static void set_planner(Planner p);
+
   bool supports(const Node& n) const;
   // Records a node: it runs at the next flush (at once under eager or check mode).
   Result<void> record(const Node& n);
@@ -115,6 +121,9 @@ class Device {
   void release_completed();
   Result<void> timed_wait(uint64_t ticket);
   Result<void> run_checked(const Node& n);  // check mode: dispatch/check.cpp
+  Result<void> run_checked_fused(const Node& n);  // each step of a fused node: dispatch/check_fused.cpp
+  Result<void> flush_checked();              // check mode: plan the pending nodes, check each
+  Result<void> plan_locked();                // runs the planner on graph_
   Result<bool> probe_flush(Compute c);       // dispatch/probe.cpp
   Result<void> download_locked(uint64_t src, void* dst, size_t bytes);
   Result<Block> staging_locked(size_t bytes);
@@ -130,6 +139,7 @@ class Device {
   int64_t alloc_retries_ = 0, ooms_ = 0;  // Device::alloc, for memory_stats()
   Block assert_;  // host-visible: read without a transfer
   Error late_;    // a finding an empty_cache() flush could not report, raised by the next wait
+  bool checking_ = false;  // inside flush_checked: flushes submit as they are
   int8_t flushes_[2] = {-1, -1};  // per Compute f32/f64: -1 not probed yet, 0 no, 1 yes
   mutable std::recursive_mutex mu_;
 };

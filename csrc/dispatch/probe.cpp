@@ -47,12 +47,15 @@ Result<bool> Device::probe_flush(Compute c) {
   }
   nd.t[0].addr = o.value().addr;
   nd.t[1].addr = a.value().addr;
+  const bool was_checking = checking_;
+  checking_ = true;  // the probe's own nodes run as they are, unchecked (and unplanned)
   Result<void> r = upload(a.value().addr, in.data(), in.size());
   if (r.ok() && !backend_->supports(nd)) r = fail(Err::unsupported, "no kernel for the subnormal probe");
   if (r.ok()) {
     graph_.nodes.push_back(nd);
     r = download_locked(o.value().addr, out.data(), out.size());
   }
+  checking_ = was_checking;
   free(a.value());
   free(o.value());
   if (!r.ok()) return r.error();

@@ -35,4 +35,20 @@ struct Node {
   TensorDesc& operator[](int slot) { return t[slot]; }
 };
 
+// Whether a family's nodes touch memory only through their operands (t[0..nout) written, the rest
+// read), so that the backend can order them by what they touch (no barrier between independent
+// nodes). A family says so with `static constexpr bool kOperandsOnly = true;` in its argument
+// struct; others (scratch or records addressed from their args) are ordered against everything.
+template <class A>
+constexpr bool kOperandsOnlyOf = requires { A::kOperandsOnly; };
+
+inline bool operands_only(Family f) {
+  static constexpr bool table[] = {
+#define VKML_OPERANDS_ONLY(name, A) kOperandsOnlyOf<A>,
+      VKML_FAMILIES(VKML_OPERANDS_ONLY)
+#undef VKML_OPERANDS_ONLY
+  };
+  return table[unsigned(f)];
+}
+
 }  // namespace vkml

@@ -187,6 +187,9 @@ PYBIND11_MODULE(_C, m) {
     r["flushes"] = s.flushes;
     r["pending"] = s.pending;
     r["checked"] = s.checked;
+    r["fused"] = s.fused;
+    r["fused_steps"] = s.fused_steps;
+    r["barriers"] = s.barriers;
     r["submit_us"] = double(s.submit_ns) / 1e3;
     r["wait_us"] = double(s.wait_ns) / 1e3;
     r["pipelines"] = s.pipelines;
@@ -269,6 +272,8 @@ PYBIND11_MODULE(_C, m) {
   // path changes (files changed under the same path are not noticed: use a new directory).
   m.def("_set_spirv_dir", [](const std::string& path) { set_switch([path](Env& e) { e.spirv_dir = path; }); });
   m.def("_spirv_dir", [] { return env().spirv_dir; });
+  m.def("set_fuse", [](bool on) { set_switch([on](Env& e) { e.fuse = on; }); });
+  m.def("fuse_enabled", [] { return env().fuse; });
   m.def("_trace_begin", [] { aten::set_tracing(true); });
   m.def("_trace_end", [] { aten::set_tracing(false); });
   m.def("_trace_reset", [] { aten::trace_reset(); });

@@ -32,6 +32,7 @@ Env read() {
   else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) e.cache_dir = std::string(x) + "/vkml";
   else if (const char* h = std::getenv("HOME"); h && *h) e.cache_dir = std::string(h) + "/.cache/vkml";
   else e.cache_dir = "off";
+  if (const char* m = std::getenv("VKML_FUSE")) e.fuse = !(*m && std::strcmp(m, "0") == 0);
   return e;
 }
 }  // namespace

@@ -19,6 +19,7 @@ struct Env {
   std::string cache_dir;      // VKML_CACHE_DIR=path: where the pipeline cache lives (default
                              // $XDG_CACHE_HOME/vkml or ~/.cache/vkml); VKML_CACHE_DIR=off: none
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
+  bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
 };
 
 // Mutable so tests can toggle check/eager at run time through the Python module.

@@ -112,6 +112,7 @@ class Backend {
     return wait(t.value());
   }
   virtual uint64_t dispatches() const = 0;  // GPU dispatches + copies recorded since start
+  virtual uint64_t barriers() const = 0;    // pipeline barriers recorded between them since start
 
   // Profiling: timestamps around every dispatch and copy of the batches submitted while on (none
   // written while off). Returns "" or why the device cannot (it then stays off). take_profile()

@@ -81,6 +81,7 @@ class VulkanBackend final : public Backend {
     return n.op == OpId::transfer || can_lower(n, dev_->limits);
   }
   uint64_t dispatches() const override { return dispatches_.load(); }
+  uint64_t barriers() const override { return barriers_.load(); }
 
   std::string set_profiling(bool on) override {
     std::lock_guard<std::mutex> lk(exec_mu_);
@@ -122,17 +123,25 @@ class VulkanBackend final : public Backend {
         fn.vkCmdPipelineBarrier(cmd_, kWork | VK_PIPELINE_STAGE_HOST_BIT, kWork, 0, 1, &mb, 0, nullptr, 0,
                                 nullptr);
         VKML_TRY(ts_.begin(int(&sl - slots_), cmd_, nodes.size() * kMaxDispatchesPerNode));
+        hazards_.clear();
         begun = true;
       }
       if (n.op == OpId::transfer) {
+        order(n);
         VKML_TRY(record_copy(n));
         ++count;
       } else {
         Dispatch ds[kMaxDispatchesPerNode];
         auto k = lower(n, dev_->limits, ds);
         if (!k.ok()) return k.error();
+        if (*k > 0) order(n);
+        // Profiling: a fused dispatch is one kernel, named by the rows it runs.
+        std::string fused;
+        const char* name = op;
+        if (n.op == OpId::fused && ts_.active()) name = (fused = fused_name(n)).c_str();
         for (int i = 0; i < *k; ++i) {
-          VKML_TRY(record_dispatch(ds[i], op));
+          if (i > 0) full_barrier();  // a node's dispatches depend on each other
+          VKML_TRY(record_dispatch(ds[i], name));
           ++count;
         }
       }
@@ -242,6 +251,22 @@ class VulkanBackend final : public Backend {
     return to_host ? "copy device->host" : "copy device->device";
   }
 
+  void full_barrier() {
+    barrier(kWork, kAll);
+    hazards_.clear();
+    ++barriers_;
+  }
+
+  // A barrier before node n only where it depends on what was recorded since the last one: it
+  // reads or writes bytes written there (RAW, WAW) or writes bytes read there (WAR). A node of a
+  // family that is not operands-only depends on everything, and everything after on it.
+  void order(const Node& n) {
+    const bool known = operands_only(op_info(n.op).family);
+    if (hazards_.touched && (!known || hazards_.all || hazards_.conflicts(n))) full_barrier();
+    hazards_.touched = true;
+    if (!known || !hazards_.add(n)) hazards_.all = true;
+  }
+
   Result<void> record_copy(const Node& n) {
     const uint64_t bytes = uint64_t(n.t[0].sizes[0]);
     if (n.t[1].numel() * int64_t(dtype_size(n.t[1].dtype)) < int64_t(bytes))
@@ -258,7 +283,6 @@ class VulkanBackend final : public Backend {
     if (timed) ts_.before(copy_name(n), "", 0);
     dev_->fn.vkCmdCopyBuffer(cmd_, src, dst, 1, &c);
     if (timed) ts_.after();
-    barrier(kWork, kAll);
     return {};
   }
 
@@ -300,9 +324,46 @@ class VulkanBackend final : public Backend {
     if (timed) ts_.before(op, d.shader, strnlen(d.shader, sizeof d.shader));
     fn.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
     if (timed) ts_.after();
-    barrier(kWork, kAll);
     return {};
   }
+
+  // What the dispatches since the last barrier read and wrote (byte ranges).
+  struct Hazards {
+    struct Span {
+      uint64_t lo, hi;
+      bool write;
+    };
+    static constexpr size_t kMax = 64;  // past this, the next node just gets a barrier
+    std::vector<Span> spans;
+    bool touched = false, all = false;
+    void clear() {
+      spans.clear();
+      touched = all = false;
+    }
+    static Span span_of(const Node& n, int k) {
+      const TensorDesc& t = n.t[k];
+      const uint64_t bytes = n.op == OpId::transfer ? uint64_t(n.t[0].sizes[0]) : uint64_t(t.span_bytes());
+      return {t.addr, t.addr + bytes, k < n.nout};
+    }
+    bool conflicts(const Node& n) const {
+      for (int k = 0; k < n.nout + n.nin && k < kMaxOperands; ++k) {
+        if (!n.t[k].addr) continue;
+        const Span s = span_of(n, k);
+        for (const Span& o : spans)
+          if ((s.write || o.write) && s.lo < o.hi && o.lo < s.hi) return true;
+      }
+      return false;
+    }
+    bool add(const Node& n) {
+      for (int k = 0; k < n.nout + n.nin && k < kMaxOperands; ++k) {
+        if (!n.t[k].addr) continue;
+        if (spans.size() == kMax) return false;
+        spans.push_back(span_of(n, k));
+      }
+      return true;
+    }
+  } hazards_;
+  std::atomic<uint64_t> barriers_{0};
 
   // The pipeline of the last dispatch recorded, and the one bound in the current command buffer.
   char last_shader_[sizeof(Dispatch::shader)] = {};

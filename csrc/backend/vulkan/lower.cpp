@@ -83,7 +83,7 @@ int build(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   for (int i = 0; i < kMaxDispatchesPerNode; ++i) out[i].reset();
   const int count = kLower[unsigned(op_info(n.op).family)](n, lim, out, why);
   if (count < 0) return count;
-  const int32_t code = opcode_of(n.op);
+  const int32_t code = row_opcode(n.op);
   for (int i = 0; i < count; ++i) {
     if (out[i].opcode == kRowOpcode) out[i].opcode = code;
     if (!out[i].shader[0] && i > 0) std::memcpy(out[i].shader, out[0].shader, sizeof out[i].shader);
@@ -92,6 +92,11 @@ int build(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
 }
 
 }  // namespace
+
+int32_t row_opcode(OpId id) {
+  const int32_t code = opcode_of(id);
+  return code;
+}
 
 Result<int> lower(const Node& n, const Limits& lim, Dispatch* out) {
   std::string why;

@@ -76,6 +76,13 @@ void put_params(Dispatch& d, const P& p, uint32_t addr_at) {
   d.param_addr_at = addr_at;
 }
 
+// The row's OP_* code (lower.cpp).
+int32_t row_opcode(OpId id);
+
+// The profiler's kernel name for a fused node: its steps' rows, "fused(add,mul,exp)", or past 8
+// steps "fused[12](add,mul,exp,sub,div,neg,...)" (lower_fused.cpp).
+std::string fused_name(const Node& n);
+
 uint64_t raw_scalar(const Scalar& s, Compute c);  // as the shaders read u64 scalars
 inline bool fits_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 

@@ -78,7 +78,9 @@ void Timestamps::before(const char* op, const char* shader, size_t shader_len) {
   std::string name(op);
   if (shader_len) name += " [" + std::string(shader, shader_len) + "]";
   cur_->names.push_back(std::move(name));
-  // When every earlier command has finished (a barrier separates commands anyway).
+  // When every earlier command has finished. Independent dispatches have no barrier between
+  // them and may overlap: a command's time then runs from the end of those before it to its own
+  // end, so the times still add up to the busy span and none is counted twice.
   write(VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT);
 }
 

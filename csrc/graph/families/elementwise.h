@@ -7,6 +7,7 @@ namespace vkml {
 
 struct ElementwiseArgs {
   enum Operand : uint8_t { out, a, b };
+  static constexpr bool kOperandsOnly = true;  // graph/node.h operands_only()
   // s0: alpha (add/sub), the fill value, the threshold (threshold_backward), clamp's min, the
   // xor mask (bitwise_not), masked_fill's value; s1: clamp's max, or b's value when scalar_b.
   Scalar s0, s1;

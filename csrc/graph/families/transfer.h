@@ -9,6 +9,7 @@ namespace vkml {
 
 struct TransferArgs {
   enum Operand : uint8_t { dst, src };  // 1-d uint8 byte ranges of equal size
+  static constexpr bool kOperandsOnly = true;  // graph/node.h operands_only()
 };
 
 struct Node;

@@ -1,0 +1,329 @@
+// Fusion of elementwise chains (docs/fusion.md). A group is a run of consecutive elementwise
+// nodes with one output shape and one shader variant. Every invocation of the fused shader runs
+// all steps for one element index, so the group is legal when no two threads can touch the same
+// bytes in a different order than the nodes would: any two operands of the group whose bytes
+// overlap, one of them written, must be the very same tensor view (address, dtype, sizes,
+// strides). Then a value written and read again stays in a register, and a write is stored only
+// where it is the view's last write in the group and something may still read it.
+#include "plan/fuse.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/coalesce.h"
+#include "util/env.h"
+
+namespace vkml::plan {
+namespace {
+
+using A = ElementwiseArgs;
+constexpr size_t kMaxOps = 32;  // views a group may touch before dead ones are dropped
+
+bool same_layout(const TensorDesc& x, const TensorDesc& y) {
+  if (x.addr != y.addr || x.dtype != y.dtype || x.ndim != y.ndim) return false;
+  for (int d = 0; d < x.ndim; ++d)
+    if (x.sizes[d] != y.sizes[d] || (x.sizes[d] != 1 && x.strides[d] != y.strides[d])) return false;
+  return true;
+}
+
+bool overlap(const TensorDesc& x, const TensorDesc& y) {
+  const uint64_t xe = x.addr + uint64_t(x.span_bytes()), ye = y.addr + uint64_t(y.span_bytes());
+  return x.addr < ye && y.addr < xe;
+}
+
+// Whether n can be a step of a fused node: an elementwise node the fused shader computes exactly
+// as elementwise.comp does (not the raw-bit copies and float64 special cases of that shader).
+bool fusable(const Node& n, const Limits& lim) {
+  if (op_info(n.op).family != Family::elementwise || n.nout != 1 || n.nin > 2) return false;
+  const TensorDesc& o = n.t[A::out];
+  const int64_t numel = o.numel();
+  if (numel == 0 || numel > int64_t(UINT32_MAX) || o.addr == 0) return false;
+  for (int d = 0; d < o.ndim; ++d)
+    if (o.sizes[d] > 1 && o.strides[d] <= 0) return false;  // written twice, or backwards
+  const A& args = n.as<A>();
+  for (int k = 1; k <= n.nin; ++k) {
+    if (k == A::b && args.scalar_b) continue;
+    const TensorDesc& t = n.t[k];
+    if (t.addr == 0 || t.ndim != o.ndim) return false;
+    for (int d = 0; d < o.ndim; ++d)
+      if (t.sizes[d] != o.sizes[d] || t.strides[d] < 0) return false;
+  }
+  if (compute_of(n.compute) == Compute::f64 && !lim.float64) return false;
+  if (n.op == OpId::copy) {
+    const DType from = n.t[A::a].dtype, to = o.dtype;
+    if (from == to || from == DType::f64 || to == DType::f64) return false;
+  }
+  return true;
+}
+
+struct View {
+  TensorDesc d;
+  int writer = -1;      // the last step that writes it
+  bool loaded = false;  // read from memory (before any write of the group)
+};
+
+struct Group {
+  std::vector<View> views;
+  std::vector<FusedStep> steps;  // sources and stores index `views` until finish()
+  std::vector<Node> nodes;       // the steps' nodes (a transfer becomes a copy: absorb())
+  std::vector<size_t> at;        // their indices in the batch
+  Compute variant = Compute::f32;
+
+  // A transfer that copies a whole dense view this group wrote (what composite in-place ops end
+  // with: the result copied into self) becomes a copy step, for dtypes whose trip through the
+  // compute type is bit-exact (float32 in the f32 variant, 32/64-bit integers in the i64 one).
+  bool absorb(const Node& n, size_t index) {
+    if (n.op != OpId::transfer || steps.empty()) return false;
+    const uint64_t bytes = uint64_t(n.t[TransferArgs::dst].sizes[0]);
+    for (const View& v : views) {
+      const TensorDesc& d = v.d;
+      if (v.writer < 0 || d.addr != n.t[TransferArgs::src].addr || !d.contiguous() ||
+          uint64_t(d.span_bytes()) != bytes)
+        continue;
+      const bool f32 = d.dtype == DType::f32 && variant == Compute::f32;
+      const bool ints = (d.dtype == DType::i32 || d.dtype == DType::i64) && variant == Compute::i64;
+      if (!f32 && !ints) return false;
+      Node c;
+      c.op = OpId::copy;
+      c.nout = 1;
+      c.nin = 1;
+      c.compute = f32 ? DType::f32 : DType::i64;
+      c.t[A::out] = d;
+      c.t[A::out].addr = n.t[TransferArgs::dst].addr;
+      c.t[A::a] = d;
+      c.args = A{};
+      return add(c, index);
+    }
+    return false;
+  }
+
+  // Adds n as the next step, or returns false and leaves the group as it was.
+  bool add(const Node& n, size_t index) {
+    if (steps.size() == size_t(kMaxFusedSteps)) return false;
+    const TensorDesc& o = n.t[A::out];
+    if (!steps.empty()) {
+      if (compute_of(n.compute) != variant) return false;
+      const TensorDesc& g = views[0].d;  // every view has the group's sizes
+      if (o.ndim != g.ndim || !std::equal(o.sizes, o.sizes + o.ndim, g.sizes)) return false;
+    }
+    std::vector<View> saved;  // the flags an add may change, restored on failure
+    saved = views;
+    auto undo = [&] { views = std::move(saved); return false; };
+    const int step = int(steps.size());
+    auto conflicts = [&](const TensorDesc& d, size_t skip, bool writing) {
+      for (size_t j = 0; j < views.size(); ++j)
+        if (j != skip && (writing || views[j].writer >= 0) && overlap(views[j].d, d)) return true;
+      return false;
+    };
+    auto find = [&](const TensorDesc& d) {
+      for (size_t j = 0; j < views.size(); ++j)
+        if (same_layout(views[j].d, d)) return int(j);
+      return -1;
+    };
+    auto source = [&](const TensorDesc& d, uint8_t& src) {
+      int j = find(d);
+      if (j < 0) {
+        if (conflicts(d, SIZE_MAX, false) || views.size() == kMaxOps) return false;
+        views.push_back(View{d});
+        j = int(views.size()) - 1;
+      }
+      if (views[j].writer >= 0) {
+        src = uint8_t(kFusedReg | views[j].writer);
+      } else {
+        views[j].loaded = true;
+        src = uint8_t(j);
+      }
+      return true;
+    };
+    FusedStep s;
+    const A& args = n.as<A>();
+    if (n.nin >= 1 && !source(n.t[A::a], s.a)) return undo();
+    if (n.nin >= 2 && !args.scalar_b && !source(n.t[A::b], s.b)) return undo();
+    if (args.reads_out && !source(o, s.old)) return undo();
+    int j = find(o);
+    if (j < 0) {
+      if (conflicts(o, SIZE_MAX, true) || views.size() == kMaxOps) return undo();
+      views.push_back(View{o});
+      j = int(views.size()) - 1;
+    } else if (views[j].writer < 0 && conflicts(o, size_t(j), true)) {
+      return undo();  // read so far, and another view overlaps it: other threads may read it
+    }
+    views[j].writer = step;
+    s.store = uint8_t(j);  // the view; finish() keeps it only for its last writer, if live
+    if (steps.empty()) variant = compute_of(n.compute);
+    steps.push_back(s);
+    nodes.push_back(n);
+    at.push_back(index);
+    return true;
+  }
+};
+
+// Freed blocks by address, to ask whether a view's block was freed after a node was recorded.
+struct FreedIndex {
+  std::vector<Freed> v;
+  explicit FreedIndex(const std::vector<Freed>& f) : v(f) {
+    std::sort(v.begin(), v.end(), [](const Freed& a, const Freed& b) { return a.addr < b.addr; });
+  }
+  // The earliest index from which nothing recorded holds d's bytes, if freed after node `after`;
+  // 0 when not known to be freed (a block's start is matched exactly: views inside are kept).
+  size_t freed_after(const TensorDesc& d, size_t after) const {
+    auto it = std::upper_bound(v.begin(), v.end(), d.addr, [](uint64_t a, const Freed& f) { return a < f.addr; });
+    size_t best = 0;
+    const uint64_t end = d.addr + uint64_t(d.span_bytes());
+    for (auto s = it; s != v.begin();) {
+      --s;
+      if (s->addr != std::prev(it)->addr) break;
+      if (s->at > after && end <= s->addr + s->bytes && (best == 0 || s->at < best)) best = s->at;
+    }
+    return best;
+  }
+};
+
+bool touches(const Node& n, const TensorDesc& d) {
+  for (int k = 0; k < n.nout + n.nin && k < kMaxOperands; ++k)
+    if (n.t[k].addr && overlap(n.t[k], d)) return true;
+  return false;
+}
+
+// Whether two nodes touch the same bytes, one of them writing.
+bool depends(const Node& x, const Node& y) {
+  for (int i = 0; i < x.nout + x.nin && i < kMaxOperands; ++i) {
+    if (!x.t[i].addr) continue;
+    for (int j = 0; j < y.nout + y.nin && j < kMaxOperands; ++j)
+      if (y.t[j].addr && (i < x.nout || j < y.nout) && overlap(x.t[i], y.t[j])) return true;
+  }
+  return false;
+}
+
+// The fused node for the group's steps (it runs where the first one was), or false when it does
+// not fit the shader (operands, dims, offsets). taken[k]: node k is a step of this group.
+bool finish(Graph& g, Group& grp, const std::vector<bool>& taken, const FreedIndex& freed, Node* out) {
+  const size_t count = grp.steps.size(), first = grp.at[0];
+  std::vector<bool> stored(grp.views.size());
+  for (size_t j = 0; j < grp.views.size(); ++j) {
+    const View& v = grp.views[j];
+    if (v.writer < 0) continue;
+    // Dead: its block was freed after its last write was recorded, and no node that runs after
+    // the fused node and was recorded before that free touches its bytes. Otherwise store it.
+    const size_t at = freed.freed_after(v.d, grp.at[size_t(v.writer)]);
+    bool live = at == 0;
+    for (size_t k = first + 1; !live && k < at && k < g.nodes.size(); ++k)
+      live = !taken[k] && touches(g.nodes[k], v.d);
+    stored[j] = live;
+  }
+  uint8_t index[kMaxOps];
+  int nt = 0, nout = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t j = 0; j < grp.views.size(); ++j) {
+      const bool in = pass == 0 ? bool(stored[j]) : !stored[j] && grp.views[j].loaded;
+      if (!in) continue;
+      if (nt == kMaxOperands) return false;
+      index[j] = uint8_t(nt);
+      out->t[nt++] = grp.views[j].d;
+      if (pass == 0) ++nout;
+    }
+  const TensorDesc& shape = grp.views[0].d;
+  const int64_t* strides[kMaxOperands];
+  for (int j = 0; j < nt; ++j) strides[j] = out->t[j].strides;
+  int64_t sz[kMaxDims], st[kMaxOperands][kMaxDims];
+  const int nd = coalesce(shape.ndim, shape.sizes, strides, nt, 4, sz, st);
+  if (nd < 0) return false;
+  bool contiguous = nd <= 1;
+  for (int j = 0; j < nt && nd == 1; ++j) contiguous = contiguous && st[j][0] == 1;
+  for (int j = 0; j < nt && !contiguous; ++j) {
+    int64_t span = 0;
+    for (int d = 0; d < nd; ++d) span += (sz[d] - 1) * st[j][d] * int64_t(dtype_size(out->t[j].dtype));
+    if (span > INT32_MAX) return false;
+  }
+  auto prog = std::make_shared<FusedProgram>();
+  prog->nodes = grp.nodes;
+  prog->steps = grp.steps;
+  auto remap = [&](uint8_t& s) {
+    if (s != kFusedNone && s < kFusedReg) s = index[s];
+  };
+  for (size_t k = 0; k < count; ++k) {
+    FusedStep& s = prog->steps[k];
+    remap(s.a);
+    remap(s.b);
+    remap(s.old);
+    const View& v = grp.views[s.store];
+    s.store = v.writer == int(k) && stored[s.store] ? index[s.store] : kFusedNone;
+  }
+  out->op = OpId::fused;
+  out->nout = uint8_t(nout);
+  out->nin = uint8_t(nt - nout);
+  out->compute = prog->nodes[0].compute;
+  out->reduction = 1;
+  out->args = FusedArgs{prog.get()};
+  g.keepalive.push_back(std::move(prog));
+  return true;
+}
+
+constexpr size_t kWindow = 48;  // nodes a group looks past for more steps (foreach loops)
+constexpr size_t kMaxSkipped = 24;
+
+// Grows a group from node i: the following nodes that can join, and past those that cannot, later
+// ones that depend on none of the nodes passed over (they then run before those).
+void grow(const Graph& g, size_t i, const Limits& lim, const std::vector<bool>& done, Group& grp,
+          size_t max_steps) {
+  const size_t n = g.nodes.size();
+  std::vector<size_t> skipped;
+  grp.add(g.nodes[i], i);
+  for (size_t k = i + 1; k < n && k < i + kWindow && grp.steps.size() < max_steps; ++k) {
+    if (done[k]) continue;
+    const Node& c = g.nodes[k];
+    const TensorDesc& shape = grp.views[0].d;
+    // cheap first: could it join at all (a step of the group's shape, or a copy of a view)?
+    const bool step = fusable(c, lim) && c.t[A::out].ndim == shape.ndim &&
+                      std::equal(shape.sizes, shape.sizes + shape.ndim, c.t[A::out].sizes);
+    bool maybe = step || c.op == OpId::transfer;
+    for (size_t s = 0; maybe && s < skipped.size(); ++s) maybe = !depends(c, g.nodes[skipped[s]]);
+    if (maybe && ((step && grp.add(c, k)) || (!step && grp.absorb(c, k)))) continue;
+    if (!operands_only(op_info(c.op).family) || skipped.size() == kMaxSkipped) break;
+    skipped.push_back(k);
+  }
+}
+
+}  // namespace
+
+Result<void> fuse(Graph& g, const Limits& lim) {
+  if (!env().fuse || g.nodes.size() < 2) return {};
+  const size_t n = g.nodes.size();
+  size_t i = 0;
+  while (i < n && !fusable(g.nodes[i], lim)) ++i;
+  if (i + 1 >= n) return {};  // nothing to fuse: leave the batch as it is
+  const FreedIndex freed(g.freed);
+  std::vector<bool> done(n), taken(n);
+  std::vector<Node> out(g.nodes.begin(), g.nodes.begin() + ptrdiff_t(i));
+  out.reserve(n);
+  for (; i < n; ++i) {
+    if (done[i]) continue;
+    if (!fusable(g.nodes[i], lim)) {
+      out.push_back(g.nodes[i]);
+      continue;
+    }
+    Group grp;
+    grow(g, i, lim, done, grp, size_t(kMaxFusedSteps));
+    Node fused;
+    bool ok = false;
+    while (grp.steps.size() >= 2) {
+      for (size_t k : grp.at) taken[k] = true;
+      ok = finish(g, grp, taken, freed, &fused);
+      for (size_t k : grp.at) taken[k] = false;
+      if (ok) break;
+      const size_t fewer = grp.steps.size() - 1;  // too big for the shader: fewer steps
+      grp = Group{};
+      grow(g, i, lim, done, grp, fewer);
+    }
+    if (!ok) {
+      out.push_back(g.nodes[i]);
+      continue;
+    }
+    for (size_t k : grp.at) done[k] = true;
+    out.push_back(fused);
+  }
+  g.nodes.swap(out);
+  return {};
+}
+
+}  // namespace vkml::plan

@@ -1,0 +1,513 @@
+"""Fusion of elementwise chains at flush time (csrc/plan/fuse.cpp, docs/fusion.md) and barriers only
+between dependent dispatches. The contract: the same bytes as unfused (VKML_FUSE=0) for every
+chain, one dispatch per fused chain, values that user code can still see are stored, and check
+mode checks every step of a fused node against its own row's oracle."""
+import random
+import zlib
+
+import pytest
+import torch
+import vkml_torch
+
+from broken_shaders import broken_dir, loaded
+from helpers import DEV, check_mode, stats
+
+
+def no_check_mode():
+    """Counts of dispatches and barriers are those of a normal run: under VKML_CHECK=1 every node
+    is its own submission. (conftest restores the switch after the test.)"""
+    vkml_torch.set_check(False)
+
+
+def raw(t):
+    """A tensor's bytes (NaN payloads and signed zeros included), as a CPU uint8 tensor."""
+    t = t.detach().cpu().contiguous()
+    return t.reshape(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
+
+
+def run(fn, fuse, *args):
+    vkml_torch.set_fuse(fuse)
+    try:
+        before = stats()
+        out = fn(*args)
+        torch.vkml.synchronize()
+        after = stats()
+        return out, {k: after[k] - before[k] for k in ("dispatches", "fused", "fused_steps", "barriers", "checked")}
+    finally:
+        vkml_torch.set_fuse(True)
+
+
+def same_bytes(fn, *cpu_args):
+    """fn on vkml copies of cpu_args, fused and unfused: every result has the same bytes."""
+    outs = []
+    counts = []
+    for fuse in (True, False):
+        args = [a.to(DEV) if isinstance(a, torch.Tensor) else a for a in cpu_args]
+        res, d = run(fn, fuse, *args)
+        res = res if isinstance(res, (tuple, list)) else [res]
+        outs.append([raw(r) for r in res])
+        counts.append(d)
+    for k, (f, u) in enumerate(zip(*outs)):
+        assert torch.equal(f, u), f"result {k}: fused bytes differ from unfused"
+    return counts
+
+
+def chain8(x):
+    y = x * 1.5
+    y = y + 0.25
+    y = torch.relu(y)
+    y = y - x
+    y = torch.sigmoid(y)
+    y = y * y
+    y = torch.maximum(y, x)
+    return torch.exp(y)
+
+
+def test_chain_of_8_is_one_dispatch():
+    no_check_mode()
+    x = torch.randn(1 << 16)
+    fused, unfused = same_bytes(chain8, x)
+    # one fused dispatch instead of 8
+    assert fused["dispatches"] == 1 and fused["fused"] == 1 and fused["fused_steps"] == 8, fused
+    assert unfused["dispatches"] == 8 and unfused["fused"] == 0, unfused
+    ref = chain8(x)
+    got, _ = run(chain8, True, x.to(DEV))
+    # sigmoid and exp carry their rows' relative bounds (graph/op.h TOL_SIGMOID, TOL_EXP); the rest is exact
+    torch.testing.assert_close(got.cpu(), ref, rtol=3e-5, atol=1e-30)
+
+
+def test_fusion_off_switch():
+    vkml_torch.set_fuse(False)
+    assert not vkml_torch.fuse_enabled()
+    x = torch.randn(1000, device=DEV)
+    b = stats()
+    (x * 2 + 1).cpu()
+    assert stats()["fused"] == b["fused"]
+    vkml_torch.set_fuse(True)
+    assert vkml_torch.fuse_enabled()
+
+
+# ---- random chains ----------------------------------------------------------------------------
+FLOAT_UNARY = ["neg", "abs", "relu", "exp", "sigmoid", "sqrt", "floor", "ceil", "reciprocal", "sign", "silu"]
+INT_UNARY = ["neg", "abs", "relu", "sign"]
+BINARY = ["add", "sub", "mul", "maximum", "minimum"]
+SPECIAL = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e30, -1e-30, 3.0, -2.5]
+
+
+def make_input(rng, dtype, shape, special):
+    g = torch.Generator().manual_seed(rng.randrange(1 << 30))
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        t = torch.randn(shape, generator=g, dtype=torch.float64) * 3
+        if special:
+            flat = t.view(-1)
+            for i in range(0, flat.numel(), 3):
+                flat[i] = SPECIAL[(i // 3) % len(SPECIAL)]
+        return t.to(dtype)
+    lo, hi = (0, 200) if dtype == torch.uint8 else (-100, 100)
+    return torch.randint(lo, hi, shape, generator=g, dtype=torch.int64).to(dtype)
+
+
+def random_chain(seed, dtype, special=False):
+    """(fn, inputs): a chain of 4-14 elementwise steps over a few inputs (some broadcast, some
+    non-contiguous), with in-place steps, views, type promotion and intermediates kept or dropped."""
+    rng = random.Random(seed)
+    shape = rng.choice([(7, 33), (4, 5, 6), (130,), (2, 3, 4, 5)])
+    n_in = rng.randint(1, 3)
+    ins = []
+    for k in range(n_in):
+        kind = rng.choice(["dense", "dense", "bcast", "transposed", "strided"])
+        if kind == "bcast":
+            s = list(shape)
+            s[rng.randrange(len(s))] = 1
+            ins.append(("bcast", make_input(rng, dtype, tuple(s), special)))
+        elif kind == "transposed" and len(shape) >= 2:
+            ins.append(("transposed", make_input(rng, dtype, tuple(reversed(shape)), special)))
+        elif kind == "strided":
+            s = list(shape)
+            s[-1] *= 2
+            ins.append(("strided", make_input(rng, dtype, tuple(s), special)))
+        else:
+            ins.append(("dense", make_input(rng, dtype, shape, special)))
+    steps = []
+    for _ in range(rng.randint(4, 14)):
+        steps.append((rng.random(), rng.random(), rng.random(), rng.randrange(1 << 30)))
+    floaty = dtype.is_floating_point
+
+    def fn(*xs):
+        views = []
+        for (kind, _), x in zip(ins, xs):
+            if kind == "transposed":
+                x = x.permute(*reversed(range(x.dim())))
+            elif kind == "strided":
+                x = x[..., ::2]
+            views.append(x)
+        vals = [v.expand(shape) if v.dim() == len(shape) else v for v in views]
+        cur = vals[0] * 1 if dtype != torch.bool else vals[0] | vals[0]  # an owned, dense start
+        kept = [cur]
+        for r0, r1, r2, s in steps:
+            r = random.Random(s)
+            other = r.choice(vals + kept)
+            if dtype == torch.bool:
+                op = r.choice(["and", "or", "xor", "not", "eq", "where"])
+                if op == "not":
+                    nxt = ~cur
+                elif op == "eq":
+                    nxt = cur == other
+                elif op == "where":
+                    nxt = torch.where(other, cur, ~cur)
+                else:
+                    nxt = {"and": cur & other, "or": cur | other, "xor": cur ^ other}[op]
+            elif r0 < 0.35:
+                name = r.choice(FLOAT_UNARY if floaty else INT_UNARY)
+                if name in ("sqrt", "reciprocal") and floaty:
+                    nxt = getattr(torch, name)(cur.abs() + 1)
+                elif name == "silu":
+                    nxt = torch.nn.functional.silu(cur)
+                else:
+                    nxt = getattr(torch, name)(cur)
+            elif r0 < 0.75:
+                name = r.choice(BINARY)
+                b = other if r1 < 0.7 else (r.choice([2, -3, 1]) if not floaty else r.choice([0.5, -1.25, 3.0]))
+                if name in ("maximum", "minimum") and not isinstance(b, torch.Tensor):
+                    b = other
+                nxt = getattr(torch, name)(cur, b)
+                if name == "add" and r2 < 0.3 and isinstance(b, torch.Tensor):
+                    nxt = torch.add(cur, b, alpha=2 if not floaty else 0.75)
+            elif r0 < 0.85:  # in place on the current value (owned by the chain)
+                name = r.choice(["mul_", "add_", "sub_", "clamp_"])
+                if name == "clamp_":
+                    cur.clamp_(-5 if not floaty else -1.5, 50 if not floaty else 2.0)
+                else:
+                    getattr(cur, name)(other if r1 < 0.5 else 2)
+                nxt = cur
+            elif r0 < 0.92:  # comparisons and where: bool intermediates
+                mask = cur > other if r1 < 0.5 else cur == other
+                nxt = torch.where(mask, cur, other)
+            else:  # type promotion: float intermediates from integers, narrow from float32
+                if floaty:
+                    nxt = (cur * 0.5).to(dtype)
+                else:
+                    nxt = cur.to(torch.float32) * 0.5 if r1 < 0.5 else cur + 1
+            if r2 < 0.5:
+                kept.append(nxt)  # held by the test: must be stored
+            cur = nxt
+        return [cur] + kept[-3:]
+
+    return fn, [x for _, x in ins]
+
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.uint8,
+          torch.int16, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("special", [False, True], ids=["normal", "special"])
+def test_random_chains_same_bytes(dtype, special):
+    if special and not dtype.is_floating_point:
+        pytest.skip("NaN/Inf are float values")
+    fused_any = 0
+    for seed in range(12):
+        fn, xs = random_chain(seed * 7919 + zlib.crc32(str(dtype).encode()) % 1000, dtype, special)
+        try:
+            fn(*xs)  # torch CPU rejects some chains (e.g. an int result into a uint8 in-place)
+        except RuntimeError:
+            continue
+        f, _ = same_bytes(fn, *xs)
+        fused_any += f["fused"]
+        # Independently of the unfused path: check mode runs the fused chain's every step against
+        # its row's oracle within the row's tolerance (a float chain cannot be compared with torch
+        # CPU as a whole: floor/sign/comparisons after an inexact exp turn 1 ulp into 1.0). The
+        # integer and bool chains are exact, so they must equal torch CPU outright.
+        with check_mode():
+            b = stats()
+            got = fn(*[x.to(DEV) for x in xs])
+            torch.vkml.synchronize()
+            a = stats()
+        assert a["checked"] > b["checked"]
+        if not dtype.is_floating_point:
+            for g, r in zip(got, fn(*xs)):
+                assert g.dtype == r.dtype and torch.equal(g.cpu(), r)
+    assert fused_any > 0, "no chain fused"
+
+
+def test_intermediates_user_holds_are_stored():
+    x = torch.randn(4096)
+
+    def fn(x):
+        a = x * 2
+        b = a + 1
+        v = b.view(64, 64)[3]  # a view keeps b's storage alive after b is dropped
+        del b
+        c = torch.exp(a)
+        d = c - a
+        return a, v, d
+
+    counts = same_bytes(fn, x)[0]
+    assert counts["fused"] == 1
+    a, v, d = run(fn, True, x.to(DEV))[0]
+    assert torch.equal(a.cpu(), x * 2) and torch.equal(v.cpu(), (x * 2 + 1).view(64, 64)[3])
+
+
+def test_dead_intermediate_read_by_a_later_node():
+    """Dropped after a reduction was recorded on it: the reduction still sees its bytes."""
+    x = torch.randn(3000)
+
+    def fn(x):
+        a = torch.exp(x)
+        b = a * 3
+        s = b.sum()
+        del b  # freed while the sum that reads it is pending
+        return s, a
+
+    same_bytes(fn, x)
+    s, a = run(fn, True, x.to(DEV))[0]
+    torch.testing.assert_close(s.cpu(), (torch.exp(x) * 3).sum(), rtol=1e-5, atol=0)
+
+
+def test_aliasing_views_break_groups():
+    """Overlapping views with different layouts cannot share a dispatch: x and its transpose,
+    a shifted slice; the result is still as unfused, and as torch CPU."""
+    x = torch.randn(32, 32)
+
+    def fn(x):
+        y = x * 1
+        y.add_(1)
+        z = y.t() * 2  # reads y through another layout
+        y.mul_(3)      # and y is written again afterwards
+        w = y[1:] + y[:-1]
+        y[1:].mul_(0.5)
+        return y, z, w
+
+    same_bytes(fn, x)
+    got = run(fn, True, x.to(DEV))[0]
+    for g, r in zip(got, fn(x.clone())):
+        torch.testing.assert_close(g.cpu(), r, rtol=0, atol=0)
+
+
+def test_in_place_chain_on_a_user_tensor():
+    no_check_mode()
+    x = torch.randn(777)
+
+    def fn(x):
+        x.mul_(0.9).add_(1.0).clamp_(-1, 1.5).neg_()
+        return x
+
+    f, u = same_bytes(fn, x)
+    assert f["fused"] == 1 and f["dispatches"] == 1 and u["dispatches"] == 4
+
+
+def test_empty_and_zero_dim():
+    for shape in [(0,), (3, 0), ()]:
+        x = torch.randn(shape)
+        same_bytes(lambda t: (t * 2 + 1).neg(), x)
+
+
+def test_autograd_through_fused_chains():
+    torch.manual_seed(0)
+    x0 = torch.randn(257, 31)
+    w0 = torch.randn(31)
+
+    def fn(x, w):
+        x = x.clone().requires_grad_(True)
+        w = w.clone().requires_grad_(True)
+        y = torch.sigmoid(x * w + 0.5) * torch.relu(x - w)
+        loss = (y * y).sum()
+        loss.backward()
+        return loss.detach(), x.grad, w.grad
+
+    same_bytes(fn, x0, w0)
+    got = run(fn, True, x0.to(DEV), w0.to(DEV))[0]
+    ref = fn(x0, w0)
+    for g, r in zip(got, ref):
+        torch.testing.assert_close(g.cpu(), r, rtol=1e-4, atol=1e-5)
+
+
+# ---- check mode --------------------------------------------------------------------------------
+def test_check_mode_checks_fused_steps():
+    x = torch.randn(5000, device=DEV)
+    with check_mode():
+        b = stats()
+        y = chain8(x)
+        torch.vkml.synchronize()
+        a = stats()
+    assert a["fused"] - b["fused"] == 1 and a["checked"] - b["checked"] == 8, (b, a)
+    torch.testing.assert_close(y.cpu(), chain8(x.cpu()), rtol=3e-5, atol=1e-30)
+
+
+def test_check_mode_catches_a_broken_fused_kernel():
+    """shaders/fused.comp with its stores corrupted (test/broken_shaders.py): check mode names the
+    first step whose result is wrong; the built-in shader passes again afterwards."""
+    x = torch.randn(3000, device=DEV)
+    with loaded(broken_dir("fused")):
+        with pytest.raises(RuntimeError, match=r"^vkml check failed: op mul \(step 1 of \d+ of a fused node\)"):
+            with check_mode():
+                chain8(x).cpu()
+    with check_mode():
+        chain8(x).cpu()
+
+
+def test_broken_fused_kernel_changes_bytes():
+    """Without check mode the broken shader runs too: the fused path is really the one computing."""
+    no_check_mode()
+    x = torch.randn(3000, device=DEV)
+    good = raw(chain8(x))
+    with loaded(broken_dir("fused")):
+        bad = raw(chain8(x))
+    assert not torch.equal(good, bad)
+    assert torch.equal(good, raw(chain8(x)))
+
+
+# ---- Adam ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("foreach", [False, True], ids=["for-loop", "foreach"])
+def test_adam_update_fuses(foreach):
+    no_check_mode()
+    torch.manual_seed(1)
+    shapes = [(64, 32), (32,), (10, 64), (10,)]
+    init = [torch.randn(s) for s in shapes]
+    grads = [torch.randn(s) for s in shapes]
+
+    def steps(fuse):
+        vkml_torch.set_fuse(fuse)
+        ps = [p.to(DEV).requires_grad_(True) for p in init]
+        opt = torch.optim.Adam(ps, lr=1e-2, foreach=foreach)
+        for p, g in zip(ps, grads):
+            p.grad = g.to(DEV)
+        opt.step()  # first step creates the state
+        torch.vkml.synchronize()
+        b = stats()
+        opt.step()
+        torch.vkml.synchronize()
+        a = stats()
+        vkml_torch.set_fuse(True)
+        return [raw(p) for p in ps], a["dispatches"] - b["dispatches"], a["fused"] - b["fused"]
+
+    f, fd, nf = steps(True)
+    u, ud, _ = steps(False)
+    for x, y in zip(f, u):
+        assert torch.equal(x, y)
+    assert nf >= len(shapes) and fd * 2 <= ud, (fd, ud, nf)
+
+
+# ---- barriers -----------------------------------------------------------------------------------
+def test_barriers_only_between_dependent_nodes():
+    no_check_mode()
+    vkml_torch.set_fuse(False)  # one dispatch per node, so the barriers are between nodes
+    xs = [torch.randn(100 + k, device=DEV) for k in range(8)]
+    torch.vkml.synchronize()
+    b = stats()
+    ys = [x + 1 for x in xs]  # independent
+    torch.vkml.synchronize()
+    mid = stats()
+    z = xs[0]
+    for _ in range(8):
+        z = z * 1.5 + 0.5  # dependent: each reads the last one's result
+    torch.vkml.synchronize()
+    a = stats()
+    assert mid["barriers"] - b["barriers"] == 0
+    assert a["barriers"] - mid["barriers"] == 15  # 16 nodes, each after the one it reads
+    for x, y in zip(xs, ys):
+        assert torch.equal(y.cpu(), x.cpu() + 1)
+    ref = xs[0].cpu()
+    for _ in range(8):
+        ref = ref * 1.5 + 0.5
+    assert torch.equal(z.cpu(), ref)
+
+
+def test_write_after_read_gets_a_barrier():
+    """y reads x, then x is written in place: the write must wait for the read."""
+    no_check_mode()
+    vkml_torch.set_fuse(False)
+    x = torch.randn(50000, device=DEV)
+    xc = x.cpu()
+    torch.vkml.synchronize()
+    b = stats()
+    y = x * 2
+    x.add_(1)
+    torch.vkml.synchronize()
+    assert stats()["barriers"] - b["barriers"] == 1
+    assert torch.equal(y.cpu(), xc * 2) and torch.equal(x.cpu(), xc + 1)
+
+
+# ---- profiler, several devices --------------------------------------------------------------------
+def test_profiler_times_a_fused_dispatch_as_one_kernel():
+    """vkml_torch.profile(): a fused node is one timed kernel, named by the rows it runs (and past
+    8 steps by its step count), so the table's rows stay per kernel that really ran."""
+    no_check_mode()
+    x, y = torch.randn(4096, device=DEV), torch.randn(1000, device=DEV)  # two shapes: two groups
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        chain8(x)
+        for _ in range(6):
+            y = (y * 0.5 + 1.0)
+        torch.vkml.synchronize()
+    if not p.available:
+        pytest.skip(p.why)
+    names = [k[0] for k in p.kernels]
+    assert len(names) == 2, names
+    assert names[0].startswith("fused(mul,add,relu,sub,sigmoid,mul,"), names
+    assert names[0].count(",") == 7 and "[fused_f32" in names[0], names
+    assert names[1].startswith("fused[12](mul,add,mul,add,mul,add,...) [fused_f32"), names
+    table = p.table_text()
+    assert names[0] in table and names[1] in table
+
+
+MULTI = r"""
+import torch, vkml_torch
+assert torch.vkml.device_count() == 2
+xs = [torch.randn(1000, device=f"vkml:{d}") for d in (0, 1)]
+for d in (0, 1):
+    torch.vkml.synchronize(d)
+before = [vkml_torch.stats(d) for d in (0, 1)]
+ys = []
+for k in range(3):  # recorded alternately: each device's graph fuses its own chain
+    for d in (0, 1):
+        ys.append(torch.exp(xs[d] * (k + 1) + 0.5).relu())
+for d in (0, 1):
+    torch.vkml.synchronize(d)
+after = [vkml_torch.stats(d) for d in (0, 1)]
+outs = [y.cpu() for y in ys]
+for d in (0, 1):
+    assert after[d]["fused"] - before[d]["fused"] == 1, (d, before[d], after[d])
+    assert after[d]["fused_steps"] - before[d]["fused_steps"] == 12, (d, before[d], after[d])
+vkml_torch.set_fuse(False)
+ref = [torch.exp(xs[d] * (k + 1) + 0.5).relu().cpu() for k in range(3) for d in (0, 1)]
+for a, b in zip(outs, ref):
+    assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+print("ok")
+"""
+
+
+def test_each_device_fuses_its_own_nodes():
+    """Two devices (VKML_FAKE_DEVICES=2 needs a process of its own): chains recorded alternately
+    on both fuse per device, with the unfused bytes."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, VKML_FAKE_DEVICES="2")
+    r = subprocess.run([sys.executable, "-c", MULTI], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+FREED_WHILE_DEFERRED = r"""
+import torch, vkml_torch
+x = (torch.arange(12) - 5).reshape(3, 4).to(torch.float64)
+y = (torch.arange(4) % 3).to(torch.float64)
+got = x.to("vkml") * y.to("vkml")  # y's device copy is freed while the mul waits for the flush
+assert torch.equal(got.cpu(), x * y)
+print("ok")
+"""
+
+
+def test_check_mode_keeps_blocks_freed_while_nodes_wait():
+    """Check mode defers elementwise nodes to the flush, which allocates while it checks them (the
+    first float64 op runs the subnormal probe, a fresh process's first): a block freed meanwhile
+    must not be handed out before they ran (the probe's inputs once replaced y's bytes)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, VKML_CHECK="1")
+    r = subprocess.run([sys.executable, "-c", FREED_WHILE_DEFERRED], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
