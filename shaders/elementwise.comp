@@ -145,7 +145,13 @@ void dense_block(uint64_t blk) {
   }
   uint64_t ra[4], rb[4], ro[4];
   if (OP == OP_COPY && dto == dta) {  // raw bits
-    ld_block4(pc.a + oa, sa, ra);
+    if (bca) {
+      uint64_t v = sa == 8u ? ld_u64(pc.a) : sa == 4u ? uint64_t(ld_word(pc.a))
+                 : uint64_t(bitfieldExtract(ld_word(pc.a & ~3UL), int(pc.a & 3UL) * 8, int(sa) * 8));
+      for (uint j = 0u; j < 4u; ++j) ra[j] = v;
+    } else {
+      ld_block4(pc.a + oa, sa, ra);
+    }
     st_block4(pc.dst + oo, so, ra);
     return;
   }
