@@ -241,6 +241,86 @@ void store_T(uint64_t a, uint dt, T v) {
   }
 }
 
+// ---- blocks of 4 elements as whole words (the contiguous fast paths) ---------------------------
+// A block starts at an address aligned to min(4 * element size, 16), which the lowering checks:
+// 16-byte loads for 4- and 8-byte dtypes, 8 for 2-byte, one word for 1-byte.
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Quad { uvec4 q; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer Pair { uvec2 p; };
+void ld_block4(uint64_t a, uint esz, out uint64_t e[4]) {
+  if (esz == 8u) {
+    uvec4 x = Quad(a).q, y = Quad(a + 16UL).q;
+    e[0] = packUint2x32(x.xy); e[1] = packUint2x32(x.zw);
+    e[2] = packUint2x32(y.xy); e[3] = packUint2x32(y.zw);
+  } else if (esz == 4u) {
+    uvec4 x = Quad(a).q;
+    for (uint j = 0u; j < 4u; ++j) e[j] = uint64_t(x[j]);
+  } else if (esz == 2u) {
+    uvec2 x = Pair(a).p;
+    e[0] = uint64_t(x.x & 0xffffu); e[1] = uint64_t(x.x >> 16);
+    e[2] = uint64_t(x.y & 0xffffu); e[3] = uint64_t(x.y >> 16);
+  } else {
+    uint w = Word(a).w;
+    for (uint j = 0u; j < 4u; ++j) e[j] = uint64_t(bitfieldExtract(w, int(j) * 8, 8));
+  }
+}
+void st_block4(uint64_t a, uint esz, uint64_t e[4]) {
+  if (esz == 8u) {
+    Quad(a).q = uvec4(unpackUint2x32(e[0]), unpackUint2x32(e[1]));
+    Quad(a + 16UL).q = uvec4(unpackUint2x32(e[2]), unpackUint2x32(e[3]));
+  } else if (esz == 4u) {
+    Quad(a).q = uvec4(uint(e[0]), uint(e[1]), uint(e[2]), uint(e[3]));
+  } else if (esz == 2u) {
+    Pair(a).p = uvec2((uint(e[0]) & 0xffffu) | (uint(e[1]) << 16), (uint(e[2]) & 0xffffu) | (uint(e[3]) << 16));
+  } else {
+    Word(a).w = (uint(e[0]) & 0xffu) | ((uint(e[1]) & 0xffu) << 8) | ((uint(e[2]) & 0xffu) << 16) | (uint(e[3]) << 24);
+  }
+}
+// load_T / store_T on an element's bits (zero-extended) instead of its address.
+T bits_to_T(uint64_t e, uint dt) {
+  uint w = uint(e);
+  switch (dt) {
+    case DT_U8: return T(w & 0xffu);
+    case DT_BOOL: return T((w & 0xffu) != 0u ? 1u : 0u);
+    case DT_I8: return T(bitfieldExtract(int(w), 0, 8));
+    case DT_I16: return T(bitfieldExtract(int(w), 0, 16));
+    case DT_I32: return T(int(w));
+    case DT_I64: return T(int64_t(e));
+    case DT_F16: return FROM_F32(f16_to_f32(w & 0xffffu));
+    case DT_BF16: return FROM_F32(uintBitsToFloat(w << 16));
+    case DT_F32: return FROM_F32(uintBitsToFloat(w));
+    case DT_F64:
+#if defined(CT_F64)
+      return packDouble2x32(unpackUint2x32(e));
+#elif defined(CT_F32)
+      return f64bits_to_f32(e);
+#else
+      return f64bits_to_i64(e);
+#endif
+  }
+  return T(0);
+}
+uint64_t T_to_bits(T v, uint dt) {
+  switch (dt) {
+    case DT_BOOL: return nonzero(v) ? 1UL : 0UL;  // NaN -> 1
+    case DT_U8: case DT_I8: return uint64_t(uint(to_int(v, false)) & 0xffu);
+    case DT_I16: return uint64_t(uint(to_int(v, false)) & 0xffffu);
+    case DT_I32: return uint64_t(uint(to_int(v, false)));
+    case DT_I64: return uint64_t(to_int(v, true));
+    case DT_F16: return uint64_t(f32_to_f16(to_f32(v)));
+    case DT_BF16: return uint64_t(f32_to_bf16(to_f32(v)));
+    case DT_F32: return uint64_t(floatBitsToUint(to_f32(v)));
+    case DT_F64:
+#if defined(CT_F64)
+      return packUint2x32(unpackDouble2x32(v));
+#elif defined(CT_F32)
+      return f32_to_f64bits(v);
+#else
+      return i64_to_f64bits(v);
+#endif
+  }
+  return 0UL;
+}
+
 // v as it would read back after a store to dtype dt: the rounding (or wrap) of that dtype.
 // TensorIterator computes in the common dtype, so inputs and results pass through it.
 T round_T(T v, uint dt) {

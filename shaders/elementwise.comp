@@ -7,31 +7,12 @@
 
 layout(local_size_x = 128) in;
 
-void main() {
-  uint64_t i = global_index();
-  if (i >= uint64_t(pc.numel)) return;
+T ew_compute(T a, T b, uint64_t oo, uint dto, uint dta, uint dtb, uint dtc);
+
+// One element at byte offsets (oo, oa, ob): the strided path, and the fast path's tails.
+void ew_element(uint64_t oo, uint64_t oa, uint64_t ob) {
   uint dto = pc.dtypes & 0xffu, dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
   uint dtc = pc.dtypes >> 24;  // the dtype the op computes in
-  uint64_t oo, oa, ob;
-  if ((pc.flags & EW_CONTIGUOUS) != 0u) {
-    oo = i * dsize(dto);
-    oa = i * dsize(dta);
-    ob = i * dsize(dtb);
-  } else {  // byte offsets fit in 32 bits (lower checks)
-    uint rem = uint(i);
-    int so = 0, sa = 0, sb = 0;
-    for (uint d = 0u; d < pc.ndim; ++d) {
-      uint n = uint(pc.shape[d]);
-      int c = int(rem % n);
-      rem /= n;
-      so += c * pc.st_out[d];
-      sa += c * pc.st_a[d];
-      sb += c * pc.st_b[d];
-    }
-    oo = uint64_t(int64_t(so));
-    oa = uint64_t(int64_t(sa));
-    ob = uint64_t(int64_t(sb));
-  }
   if (OP == OP_COPY && dto == dta) {  // same dtype: raw bits, in every variant (f64 without fp64)
     uint sz = dsize(dto);
     if (sz == 8u) st_u64(pc.dst + oo, ld_u64(pc.a + oa));
@@ -56,11 +37,97 @@ void main() {
   if (pc.a != 0UL) a = load_T(pc.a + oa, dta);
   if ((pc.flags & EW_SCALAR_B) != 0u) b = from_raw(pc.bscalar);
   else if (pc.b != 0UL) b = load_T(pc.b + ob, dtb);
+  store_T(pc.dst + oo, dto, ew_compute(a, b, oo, dto, dta, dtb, dtc));
+}
+
+// The op on loaded operands (oo: the output's byte offset, for where), in the output's rounding.
+T ew_compute(T a, T b, uint64_t oo, uint dto, uint dta, uint dtb, uint dtc) {
   if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);
   if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc) b = round_T(b, dtc);
   T old = T(0);
   if (OP == OP_WHERE) old = load_T(pc.dst + oo, dto);
   T r = ew_apply(OP, a, b, pc.alpha, pc.bscalar, old, pc.a != 0UL, dto, dtc);
   if (dto != dtc) r = round_T(r, dtc);
-  store_T(pc.dst + oo, dto, r);
+  return r;
+}
+
+// The strided path: one element per invocation; byte offsets fit in 32 bits (lower checks).
+void strided(uint64_t i) {
+  uint rem = uint(i);
+  int so = 0, sa = 0, sb = 0;
+  for (uint d = 0u; d < pc.ndim; ++d) {
+    uint n = uint(pc.shape[d]);
+    int c = int(rem % n);
+    rem /= n;
+    so += c * pc.st_out[d];
+    sa += c * pc.st_a[d];
+    sb += c * pc.st_b[d];
+  }
+  ew_element(uint64_t(int64_t(so)), uint64_t(int64_t(sa)), uint64_t(int64_t(sb)));
+}
+
+// The contiguous fast path (EW_VEC): every tensor operand dense in the output's order, or one
+// broadcast value (EW_BCAST_A / _B). Blocks of 4 elements move as whole words (16-byte loads and
+// stores for 4- and 8-byte dtypes; lower checks each base's alignment to min(4 * size, 16)), so
+// 1- and 2-byte outputs need no atomic read-modify-write either. An invocation takes kBlocks
+// blocks, 128 blocks apart, so each load of a subgroup reads one contiguous span.
+const uint kBlocks = 2u;  // EW_BLOCKS in lower_elementwise.cpp
+void dense_block(uint64_t blk) {
+  uint dto = pc.dtypes & 0xffu, dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
+  uint dtc = pc.dtypes >> 24;
+  uint64_t i0 = blk * 4UL;
+  if (i0 >= uint64_t(pc.numel)) return;
+  uint so = dsize(dto), sa = dsize(dta), sb = dsize(dtb);
+  bool bca = (pc.flags & EW_BCAST_A) != 0u, bcb = (pc.flags & EW_BCAST_B) != 0u;
+  uint64_t oo = i0 * so, oa = bca ? 0UL : i0 * sa, ob = bcb ? 0UL : i0 * sb;
+  uint64_t left = uint64_t(pc.numel) - i0;
+  bool special = OP == OP_COPY && dta == DT_F64 && dto != dta;  // ew_element's own conversions
+  if (left < 4UL || special) {
+    for (uint j = 0u; j < 4u && uint64_t(j) < left; ++j)
+      ew_element(oo + j * so, bca ? 0UL : oa + j * sa, bcb ? 0UL : ob + j * sb);
+    return;
+  }
+  uint64_t ra[4], rb[4], ro[4];
+  if (OP == OP_COPY && dto == dta) {  // raw bits
+    if (bca) {
+      uint64_t v = sa == 8u ? ld_u64(pc.a) : sa == 4u ? uint64_t(ld_word(pc.a))
+                 : uint64_t(bitfieldExtract(ld_word(pc.a & ~3UL), int(pc.a & 3UL) * 8, int(sa) * 8));
+      for (uint j = 0u; j < 4u; ++j) ra[j] = v;
+    } else {
+      ld_block4(pc.a + oa, sa, ra);
+    }
+    st_block4(pc.dst + oo, so, ra);
+    return;
+  }
+  T a[4], b[4];
+  if (pc.a == 0UL) {
+    for (uint j = 0u; j < 4u; ++j) a[j] = T(0);
+  } else if (bca) {
+    T v = load_T(pc.a, dta);
+    for (uint j = 0u; j < 4u; ++j) a[j] = v;
+  } else {
+    ld_block4(pc.a + oa, sa, ra);
+    for (uint j = 0u; j < 4u; ++j) a[j] = bits_to_T(ra[j], dta);
+  }
+  if ((pc.flags & EW_SCALAR_B) != 0u || pc.b == 0UL || bcb) {
+    T v = (pc.flags & EW_SCALAR_B) != 0u ? from_raw(pc.bscalar) : pc.b == 0UL ? T(0) : load_T(pc.b, dtb);
+    for (uint j = 0u; j < 4u; ++j) b[j] = v;
+  } else {
+    ld_block4(pc.b + ob, sb, rb);
+    for (uint j = 0u; j < 4u; ++j) b[j] = bits_to_T(rb[j], dtb);
+  }
+  for (uint j = 0u; j < 4u; ++j) ro[j] = T_to_bits(ew_compute(a[j], b[j], oo + j * so, dto, dta, dtb, dtc), dto);
+  st_block4(pc.dst + oo, so, ro);
+}
+
+void main() {
+  if ((pc.flags & EW_VEC) != 0u) {
+    uint64_t first = group_index() * uint64_t(128u * kBlocks) + uint64_t(gl_LocalInvocationID.x);
+    for (uint u = 0u; u < kBlocks; ++u) dense_block(first + uint64_t(u * 128u));
+    return;
+  }
+  uint64_t i = global_index();
+  if (i >= uint64_t(pc.numel)) return;
+  if ((pc.flags & EW_CONTIGUOUS) != 0u) ew_element(i * dsize(pc.dtypes & 0xffu), i * dsize((pc.dtypes >> 8) & 0xffu), i * dsize((pc.dtypes >> 16) & 0xffu));
+  else strided(i);
 }

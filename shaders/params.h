@@ -11,6 +11,9 @@ namespace vkml::pc {
 
 #define EW_SCALAR_B 1u    // b is the scalar `bscalar`, not a tensor
 #define EW_CONTIGUOUS 2u  // every operand is dense in the same order: index math can be skipped
+#define EW_VEC 16u        // the fast path: EW_CONTIGUOUS with aligned bases, 4-element blocks (elementwise.comp)
+#define EW_BCAST_A 4u     // (EW_VEC) a is one value broadcast over the output
+#define EW_BCAST_B 8u     // (EW_VEC) b is one value broadcast over the output
 
 // elementwise.comp: out[i] = OP(a[i], b[i]); strides in bytes.
 // Scalars are raw 8 bytes: f32 compute reads the low 32 bits as float, f64 compute a double,
@@ -39,7 +42,9 @@ PC_BEGIN(ReduceParams)
   u64 partials;  // two passes (graph/families/reduce.h): values (8 bytes each), then u32 indices
   u32 pass;      // 0: one pass; 1: chunks -> partials; 2: partials -> out
   u32 parts;     // partials per output
+  u32 flags;     // REDUCE_DENSE
 PC_END(ReduceParams)
+#define REDUCE_DENSE 1u  // the reduced dim is dense (stride 1) and every row's start aligned for ld_block4
 #endif
 
 // gemm.comp: C[b,m,n] = beta * bias[b,m,n] + alpha * sum_k A[b,m,k] * B[b,k,n]; element strides
@@ -66,7 +71,9 @@ PC_BEGIN(SoftmaxParams)
   u64 partials;  // long rows (graph/families/softmax.h): (a, b) per chunk, then (a, b) per row
   u32 pass;      // 0: one pass; 1: chunk partials; 2: row totals; 3: outputs per chunk
   u32 parts;     // chunks per row
+  u32 flags;     // SOFTMAX_DENSE
 PC_END(SoftmaxParams)
+#define SOFTMAX_DENSE 1u  // inner == 1, every operand's row dense and its start aligned for ld_block4
 #endif
 
 // nll.comp: operands as graph/node.h documents for nll / nll_bwd (t0..t4).

@@ -159,10 +159,24 @@ void main() {
   uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
   T acc = identity();
   uint idx = 0xffffffffu;
-  for (uint r0 = lo; r0 < hi; r0 += 128u * kUnroll) {
+  // The order is the same on both paths (so their results are the same bytes): trips of kUnroll
+  // blocks of 512 elements; invocation tid folds elements 4 tid .. 4 tid + 3 of each block into
+  // its accumulator, in order. REDUCE_DENSE (the reduced dim is dense and every row's start
+  // aligned, lower_reduce.cpp): a block's 4 elements are one 16-byte (or 8- or 4-byte) load.
+  const bool dense = (pc.flags & REDUCE_DENSE) != 0u;
+  const uint step = 512u * kUnroll, trips = (hi - lo + step - 1u) / step;  // hi - lo <= 65536
+  for (uint t = 0u; t < trips; ++t) {
+    uint r0 = lo + t * step;  // a multiple of 4096 below 2^32 - 2048: r0 + 4095 does not wrap
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-      uint r = r0 + u * 128u + tid;
-      if (r < hi) combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
+      uint r = r0 + u * 512u + 4u * tid;
+      if (dense && r + 4u <= hi) {
+        uint64_t e[4];
+        ld_block4(base + uint64_t(r) * esz, uint(esz), e);
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) combine(acc, idx, bits_to_T(e[j], dti), r + j);
+      } else {
+        [[unroll]] for (uint j = 0u; j < 4u; ++j)
+          if (r + j < hi) combine(acc, idx, load_T(base + uint64_t(red_offset(r + j) * int64_t(esz)), dti), r + j);
+      }
     }
   }
   tree(acc, idx);

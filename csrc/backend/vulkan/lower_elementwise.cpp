@@ -19,6 +19,27 @@ Compute compute_for(const Node& n, const Limits& lim) {
   return c;
 }
 
+// The contiguous fast path of elementwise.comp (EW_VEC): every tensor operand dense in the output's
+// order (stride 1 after merging) or a single value broadcast (stride 0), and every dense base
+// aligned for the shader's 4-element blocks (min(4 * size, 16) bytes: views such as x[1:] are not).
+// Returns EW_VEC | EW_BCAST_* flags, or 0 for the strided path.
+constexpr uint64_t kVecPerGroup = 128 * 4 * 2;  // invocations x block x blocks (kBlocks in the shader)
+uint32_t fast_path_flags(int nd, const int64_t (*st)[kMaxDims], const TensorDesc* const* ops) {
+  if (nd > 1) return 0;
+  uint32_t flags = EW_VEC;
+  for (int k = 0, slot = 0; k < 3; ++k) {
+    if (!ops[k]) continue;
+    const int64_t s = nd == 0 ? 1 : st[slot++][0];
+    const uint64_t esz = dtype_size(ops[k]->dtype), align = esz * 4 < 16 ? esz * 4 : 16;
+    if (s == 0 && k > 0) {  // one value: loaded on its own, any alignment
+      flags |= k == 1 ? EW_BCAST_A : EW_BCAST_B;
+      continue;
+    }
+    if (s != 1 || ops[k]->addr % align != 0) return 0;
+  }
+  return flags;
+}
+
 }  // namespace
 
 int lower_elementwise(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
@@ -55,6 +76,7 @@ int lower_elementwise(const Node& n, const Limits& lim, Dispatch* out, std::stri
   p.ndim = uint32_t(nd);
   bool contiguous = nd <= 1;
   for (int k = 0; k < nops && nd == 1; ++k) contiguous = contiguous && st[k][0] == 1;
+  const uint32_t vec = fast_path_flags(nd, st, ops);
   for (int k = 0, slot = 0; k < 3; ++k) {
     if (!ops[k]) continue;
     int64_t esz = int64_t(dtype_size(ops[k]->dtype)), span = 0;
@@ -64,15 +86,20 @@ int lower_elementwise(const Node& n, const Limits& lim, Dispatch* out, std::stri
       span += (sz[d] - 1) * (s < 0 ? -s : s);
       dst[nd - 1 - d] = int32_t(s);
     }
-    // the contiguous path indexes in 64 bits; the strided one in 32
-    if (!contiguous && !fits_i32(span)) return why = "byte offsets do not fit 32 bits", -1;
+    // the contiguous and fast paths index in 64 bits; the strided one in 32
+    if (!contiguous && !vec && !fits_i32(span)) return why = "byte offsets do not fit 32 bits", -1;
     ++slot;
   }
   for (int d = 0; d < nd; ++d) p.shape[nd - 1 - d] = int32_t(sz[d]);
   p.flags = (scalar_b ? EW_SCALAR_B : 0u) | (contiguous ? EW_CONTIGUOUS : 0u);
   p.alpha = raw_scalar(args.s0, c);
   p.bscalar = raw_scalar(args.s1, c);
-  if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
+  uint64_t groups = (uint64_t(numel) + kGroup - 1) / kGroup;
+  if (vec) {
+    p.flags |= vec;
+    groups = (uint64_t(numel) + kVecPerGroup - 1) / kVecPerGroup;
+  }
+  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
   return 1;
 }

@@ -24,7 +24,7 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   int64_t n_out = 1, n_red = 1;
   for (int d = 0; d < kept; ++d) n_out *= in.sizes[d];
   for (int d = kept; d < in.ndim; ++d) n_red *= in.sizes[d];
-  // (a row index plus a loop step of 1024 stays inside 32 bits)
+  // (a row index plus 4095 stays inside 32 bits: reduce.comp steps by 4096 from multiples of 65536)
   if (n_out > int64_t(UINT32_MAX) || n_red > int64_t(UINT32_MAX) - 2048) return why = "more than 2^32-2049 elements", -1;
   if (n_out == 0) return 0;
   pc::ReduceParams p{};
@@ -44,6 +44,12 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     p.rshape[nr - 1 - d] = int32_t(rsz[d]);
     p.rstride[nr - 1 - d] = int32_t(rst[0][d]);
   }
+  // The dense fast path: one reduced dim of stride 1 and every row's start aligned for the
+  // shader's 4-element loads (min(4 * size, 16) bytes; chunk starts are multiples of 65536).
+  const uint64_t esz = dtype_size(in.dtype), align = esz * 4 < 16 ? esz * 4 : 16;
+  bool dense = nr == 1 && rst[0][0] == 1 && in.addr % align == 0;
+  for (int d = 0; d < nk && dense; ++d) dense = (uint64_t(kst[0][d]) * esz) % align == 0;
+  p.flags = dense ? REDUCE_DENSE : 0u;
   const int64_t parts = reduce_parts(n_red);
   if (parts > 1) {  // two passes: chunks to partials, then partials to out (reduce.h)
     const uint64_t partials = n.as<ReduceArgs>().partials;

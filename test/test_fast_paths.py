@@ -1,0 +1,253 @@
+"""The contiguous fast paths (docs/performance.md) against the general strided paths, on the same
+values: elementwise (EW_VEC: 4-element blocks as whole-word loads and stores), reductions over a
+dense innermost dim (REDUCE_DENSE) and softmax rows (SOFTMAX_DENSE).
+
+Which path a node takes follows from its layout (the lowerings choose): a contiguous tensor takes
+the fast path; the same values as a strided view (every other element of a buffer), or a view
+whose start is not aligned for the blocks (x[1:]), take the general one. Both paths visit
+elements in the same order, so their results must be the same bytes (and the same bytes twice);
+each is also compared with torch CPU within the row's tolerance.
+"""
+import pytest
+import torch
+
+from helpers import DEV, FLOAT_DTYPES, INT_DTYPES, _bits, assert_close_row, row
+from op_cases_nn import _softmax_scale
+
+G = torch.Generator().manual_seed(11)
+SIZES = [1, 3, 4, 5, 511, 1023, 1024, 1025, 4099]  # around the block (4) and group (1024) widths
+
+
+def _values(n, dtype, special=True):
+    if dtype == torch.bool:
+        return torch.rand(n, generator=G) < 0.5
+    if not dtype.is_floating_point:
+        lo, hi = (0, 200) if dtype == torch.uint8 else (-100, 100)
+        return torch.randint(lo, hi, (n,), generator=G).to(dtype)
+    x = (torch.randn(n, generator=G) * 3).to(dtype)
+    if special and n >= 8:
+        x[1], x[2], x[5], x[n - 1] = float("nan"), float("inf"), -float("inf"), -0.0
+    return x
+
+
+def _layouts(x):
+    """The values of 1-d CPU tensor x on the device: contiguous, strided (stride 2), misaligned."""
+    n = x.numel()
+    dense = x.to(DEV)
+    big = torch.zeros(2 * n + 2, dtype=x.dtype)
+    big[: 2 * n : 2] = x
+    strided = big.to(DEV)[: 2 * n : 2]
+    off = torch.zeros(n + 1, dtype=x.dtype)
+    off[1:] = x
+    misaligned = off.to(DEV)[1:]
+    assert strided.stride() == (2,) and misaligned.storage_offset() == 1
+    return {"dense": dense, "strided": strided, "misaligned": misaligned}
+
+
+def _same_bytes(results, what):
+    ref_name, ref = next(iter(results.items()))
+    for name, got in results.items():
+        assert torch.equal(_bits(got), _bits(ref)), f"{what}: the {name} path's bytes differ from the {ref_name} path's"
+
+
+def _bits_eq(a, b):
+    return torch.equal(_bits(a), _bits(b))
+
+
+# ---- elementwise ----------------------------------------------------------------------------------
+BINARY = {"add": lambda a, b: torch.add(a, b, alpha=2), "mul": torch.mul, "lt": torch.lt, "maximum": torch.maximum}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES + (torch.bool,), ids=str)
+@pytest.mark.parametrize("op", list(BINARY))
+def test_elementwise_paths_agree(dtype, op):
+    if dtype == torch.bool and op in ("add", "maximum"):
+        pytest.skip("torch: add with alpha / maximum on bool")
+    fn = BINARY[op]
+    name = op
+    for n in SIZES:
+        a, b = _values(n, dtype), _values(n, dtype)
+        ref = fn(a, b)
+        la, lb = _layouts(a), _layouts(b)
+        results = {}
+        for path in la:
+            results[path] = fn(la[path], lb[path]).cpu()
+            assert_close_row(row(name), results[path], ref, what=f"{op} n={n} {path}")
+        results["dense again"] = fn(la["dense"], lb["dense"]).cpu()
+        # a strided output with dense inputs
+        out = torch.empty(2 * n, dtype=ref.dtype, device=DEV)[::2]
+        results["strided out"] = (torch.add(la["dense"], lb["dense"], alpha=2, out=out) if op == "add"
+                                  else getattr(torch, op)(la["dense"], lb["dense"], out=out)).cpu()
+        _same_bytes(results, f"{op} {dtype} n={n}")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES, ids=str)
+def test_elementwise_unary_and_copies(dtype):
+    for n in SIZES:
+        x = _values(n, dtype)
+        lx = _layouts(x)
+        for what, fn in [("neg", torch.neg), ("abs", torch.abs), ("clone", torch.clone),
+                         ("to f16", lambda t: t.to(torch.float16)), ("to f64", lambda t: t.to(torch.float64)),
+                         ("to bool", lambda t: t.to(torch.bool)), ("to i8", lambda t: t.to(torch.int8))]:
+            if what == "to i8" and dtype.is_floating_point:
+                continue  # float -> narrow int out of range is undefined in C++; torch CPU's value is not a contract
+            ref = fn(x)
+            results = {p: fn(t).cpu() for p, t in lx.items()}
+            r = row({"clone": "copy"}.get(what, what if what in ("neg", "abs") else "copy"))
+            for p, got in results.items():
+                assert_close_row(r, got, ref, what=f"{what} n={n} {p}")
+            _same_bytes(results, f"{what} {dtype} n={n}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.uint8], ids=str)
+def test_elementwise_broadcast_scalars_and_promotion(dtype):
+    """A broadcast single value (a 0-d or [1] device tensor: stride 0) on either side, a CPU scalar,
+    and mixed dtypes (2-byte with 4-byte operands: different block widths in one node)."""
+    n = 1029
+    x = _values(n, dtype)
+    lx = _layouts(x)
+    s = _values(1, dtype)
+    d = s.to(DEV)
+    f32 = torch.arange(n, dtype=torch.float32)
+    cases = {  # name: (row, device fn, CPU reference)
+        "x + 0-d device": ("add", lambda t: t + d.reshape(()), x + s.reshape(())),
+        "[1] device - x": ("sub", lambda t: d - t, s - x),
+        "x * cpu 0-d": ("mul", lambda t: t * s.reshape(()), x * s.reshape(())),
+        "x + python": ("add", lambda t: t + 3, x + 3),
+        "x + f32": ("add", lambda t: t + f32.to(DEV), x + f32),
+        "where": ("where", lambda t: torch.where(t > 1, t, d), torch.where(x > 1, x, s)),
+    }
+    for what, (name, fn, ref) in cases.items():
+        results = {p: fn(t).cpu() for p, t in lx.items()}
+        for p, got in results.items():
+            assert_close_row(row(name), got, ref, what=f"{what} {p}")
+        _same_bytes(results, f"{what} {dtype}")
+
+
+def test_elementwise_0d_and_empty():
+    for dtype in (torch.float32, torch.float16, torch.int64, torch.bool):
+        a, b = _values(1, dtype).reshape(()), _values(1, dtype).reshape(())
+        assert _bits_eq(torch.mul(a.to(DEV), b.to(DEV)).cpu(), torch.mul(a, b))
+        e = torch.empty(0, dtype=dtype)
+        assert torch.mul(e.to(DEV), e.to(DEV)).cpu().shape == (0,)
+        assert (e.to(DEV) * _values(1, dtype).reshape(()).to(DEV)).cpu().shape == (0,)
+
+
+def test_elementwise_beyond_65535_groups():
+    """The fast path takes 1024 elements per workgroup: more than 65535 * 1024 spreads over a 2-D
+    grid (grid2); the last block is a tail of 3."""
+    n = 65535 * 1024 + 1024 + 3
+    a = torch.arange(n, dtype=torch.int32)
+    got = (a.to(DEV) * 3 - 7).cpu()
+    assert torch.equal(got, a * 3 - 7)
+
+
+# ---- reductions -----------------------------------------------------------------------------------
+def _row_layouts(x):
+    """[rows, n] CPU tensor on the device: contiguous, strided along the row, misaligned rows."""
+    r, n = x.shape
+    dense = x.to(DEV)
+    big = torch.zeros(r, 2 * n, dtype=x.dtype)
+    big[:, ::2] = x
+    strided = big.to(DEV)[:, ::2]
+    off = torch.zeros(r * n + 1, dtype=x.dtype)
+    off[1:] = x.reshape(-1)
+    misaligned = off.to(DEV)[1:].view(r, n)
+    return {"dense": dense, "strided": strided, "misaligned": misaligned}
+
+
+RED_SIZES = [1, 3, 5, 33, 511, 513, 4096, 4099, 70001]  # 70001: two passes
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES, ids=str)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "argmax"])
+def test_reduction_paths_agree(dtype, op):
+    if op == "mean" and not dtype.is_floating_point:
+        pytest.skip("torch: mean of integers")
+    for n in RED_SIZES:
+        x = torch.stack([_values(n, dtype, special=False), _values(n, dtype, special=(n > 8))])
+        fn = {"sum": lambda t: t.sum(1), "mean": lambda t: t.mean(1), "amax": lambda t: t.amax(1),
+              "argmax": lambda t: t.argmax(1)}[op]
+        ref = fn(x)
+        if op in ("sum", "mean") and dtype.is_floating_point:
+            scale = x.double().abs().nan_to_num(posinf=0, neginf=0).sum(1) / (n if op == "mean" else 1)
+            ref = fn(x.double()).to(ref.dtype)
+        else:
+            scale = None
+        results = {}
+        for path, t in _row_layouts(x).items():
+            results[path] = fn(t).cpu()
+            assert_close_row(row(op), results[path], ref, scale, n, what=f"{op} n={n} {path}")
+        results["dense again"] = fn(x.to(DEV)).cpu()
+        _same_bytes(results, f"{op} {dtype} n={n}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int32], ids=str)
+def test_full_reduction_paths_agree(dtype):
+    for n in (5, 4099, 200003):
+        x = _values(n, dtype, special=False)
+        lx = _layouts(x)
+        results = {p: t.sum().cpu() for p, t in lx.items()}
+        results["dense again"] = lx["dense"].sum().cpu()
+        _same_bytes(results, f"sum {dtype} n={n}")
+        if dtype.is_floating_point:
+            ref = x.double().sum().to(x.dtype)
+            assert_close_row(row("sum"), results["dense"], ref, x.double().abs().sum(), n)
+        else:
+            assert torch.equal(results["dense"], x.sum())
+
+
+# ---- softmax --------------------------------------------------------------------------------------
+SM_SIZES = [1, 3, 5, 127, 513, 4096, 4099, 9000, 70001]  # 4096: one tile; 9000: three; 70001: passes 1-3
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_paths_agree(dtype, name):
+    fn = torch.softmax if name == "softmax" else torch.log_softmax
+    for n in SM_SIZES:
+        x = torch.stack([_values(n, dtype, special=False), _values(n, dtype, special=False) * 5])
+        if n > 8:
+            x[1, n // 2] = float("inf") if dtype.is_floating_point else 0
+        ref = fn(x.double(), 1).to(dtype)
+        sc, nn = _softmax_scale(x, 1)
+        results = {}
+        for path, t in _row_layouts(x).items():
+            results[path] = fn(t, 1).cpu()
+            assert_close_row(row(name), results[path], ref, sc, nn, what=f"{name} n={n} {path}")
+        results["dense again"] = fn(x.to(DEV), 1).cpu()
+        _same_bytes(results, f"{name} {dtype} n={n}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64], ids=str)
+@pytest.mark.parametrize("name", ["softmax_backward", "log_softmax_backward"])
+def test_softmax_backward_paths_agree(dtype, name):
+    fwd = torch.softmax if name == "softmax_backward" else torch.log_softmax
+    bwd = (torch.ops.aten._softmax_backward_data if name == "softmax_backward"
+           else torch.ops.aten._log_softmax_backward_data)
+    for n in (3, 513, 4099, 9000):
+        x = torch.stack([_values(n, dtype, special=False), _values(n, dtype, special=False)])
+        y = fwd(x.float(), 1).to(dtype)
+        g = torch.stack([_values(n, dtype, special=False), _values(n, dtype, special=False)])
+        ref = bwd(g.double(), y.double(), 1, torch.float64).to(dtype)
+        # the backward's sum is of g * y (or g): |g| |y| + |y| |sum| bounds the terms it combines
+        sc = (g.double().abs() * (y.double().abs() if name == "softmax_backward" else 1)).sum(1, keepdim=True)
+        sc = sc * (1 + y.double().exp().abs() if name != "softmax_backward" else 1 + y.double().abs())
+        ly, lg = _row_layouts(y), _row_layouts(g)
+        results = {}
+        for path in ly:
+            results[path] = bwd(lg[path], ly[path], 1, dtype).cpu()
+            assert_close_row(row(name), results[path], ref, sc, n, what=f"{name} n={n} {path}")
+        _same_bytes(results, f"{name} {dtype} n={n}")
+
+
+def test_softmax_all_minus_inf_row_and_nan():
+    x = torch.zeros(3, 4099)
+    x[0] = -float("inf")
+    x[1, 4098] = float("nan")
+    for path, t in _row_layouts(x).items():
+        got = torch.softmax(t, 1).cpu()
+        ref = torch.softmax(x, 1)
+        assert got[0].isnan().all() and ref[0].isnan().all(), path
+        assert got[1].isnan().all() and ref[1].isnan().all(), path
+        assert_close_row(row("softmax"), got[2:], ref[2:], *_softmax_scale(x[2:], 1), what=path)
