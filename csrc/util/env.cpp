@@ -28,6 +28,7 @@ Env read() {
   if (e.max_pending < 1) e.max_pending = 1;
   if (const char* d = std::getenv("VKML_SPIRV_DIR")) e.spirv_dir = d;
   if (const char* r = std::getenv("VKML_RNG")) e.rng = r;
+  if (const char* g = std::getenv("VKML_GEMM_PIPE")) e.gemm_pipe = g;
   return e;
 }
 }  // namespace

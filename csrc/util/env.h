@@ -16,6 +16,7 @@ struct Env {
   bool crash_trace = false;   // VKML_CRASH_TRACE=1: print the native stack on SIGSEGV/SIGBUS
   std::string spirv_dir;      // VKML_SPIRV_DIR=path: <blob>.spv files there replace the built-in SPIR-V
                              // (scripts/mutate.py and the check-mode tests load broken shaders so)
+  std::string gemm_pipe;      // VKML_GEMM_PIPE=gemv|small|large|split|coopmat: force a matmul pipeline (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
 };
 
