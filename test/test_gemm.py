@@ -62,7 +62,7 @@ def child(pipe):
     assert os.environ.get("VKML_GEMM_PIPE") == pipe
     row = helpers.row("mm")
     dtypes = [torch.float32, torch.float16, torch.bfloat16]
-    if vkml_torch.get_device_properties()["float64"]:
+    if vkml_torch._C.device_info(0)["float64"]:
         dtypes.append(torch.float64)
     count = 0
     for dtype in dtypes:
