@@ -339,6 +339,13 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
 
   auto d = std::make_unique<Device>();
   VkResult r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
+  if (r != VK_SUCCESS && c.coop_nv) {  // a device that refuses the extension still runs without it
+    exts.pop_back();
+    f2.pNext = coop.pNext;
+    ci.enabledExtensionCount = uint32_t(exts.size());
+    c.coop_nv = c.limits.cooperative_matrix = false;
+    r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
+  }
   if (r != VK_SUCCESS) {
     d->dev = VK_NULL_HANDLE;
     return fail(Err::vulkan, "vkCreateDevice failed on " + c.info.name + ": " + result_name(r));
