@@ -1,11 +1,13 @@
 // variants: f32 f64
 // C[b,m,n] = beta*bias[b,m,n] + alpha * sum_k A[b,m,k]*B[b,k,n], any element strides (OP_GEMM).
-// 32x32 output tile per workgroup (lower.cpp's kGemmTile), 16-deep k slices through shared memory;
+// The small pipeline: 32x32 output tile per workgroup, 16-deep k slices through shared memory;
 // each invocation owns 2x4 outputs and sums k in order, so results are deterministic. A split K
-// (llvmpipe only) sums per chunk into partials, then OP_GEMM_SUM sums the chunks in order.
+// (graph/families/gemm.h) sums per chunk into partials, then OP_GEMM_SUM (here, for every
+// pipeline) sums the chunks in order.
 #version 460
 #define PC_GEMM
 #include "common.glsl"
+#include "gemm_common.glsl"
 
 #define BM 32u
 #define BN 32u
@@ -15,28 +17,6 @@ layout(local_size_x = 128) in;
 shared T As[BK][BM + 1u];
 shared T Bs[BK][BN + 1u];
 
-// C[b, gm, gn] = alpha * acc (+ beta * bias): the epilogue of both pipelines.
-void store_c(int64_t bt, uint gm, uint gn, T acc) {
-  uint dtc = pc.dtypes & 0xffu, dtbias = (pc.dtypes >> 24) & 0xffu;
-  T v = from_raw(pc.alpha) * acc;
-  if (pc.bias != 0UL) {  // no bias: C's old contents (maybe NaN) never enter
-    int64_t o = bt * pc.sbias[0] + int64_t(gm) * pc.sbias[1] + int64_t(gn) * pc.sbias[2];
-    v = from_raw(pc.beta) * load_T(pc.bias + uint64_t(o * int64_t(dsize(dtbias))), dtbias) + v;
-  }
-  int64_t oc = bt * pc.sc[0] + int64_t(gm) * pc.sc[1] + int64_t(gn) * pc.sc[2];
-  store_T(pc.c + uint64_t(oc * int64_t(dsize(dtc))), dtc, v);
-}
-
-// A split K's partial sums (graph/families/gemm.h): layer z = batch * parts + chunk.
-#if defined(CT_F64)
-#define DT_PARTIAL DT_F64
-#else
-#define DT_PARTIAL DT_F32
-#endif
-uint64_t partial_at(uint64_t z, uint gm, uint gn) {
-  return pc.partials + ((z * uint64_t(pc.M) + uint64_t(gm)) * uint64_t(pc.N) + uint64_t(gn)) * 8UL;
-}
-
 // OP_GEMM_SUM: one invocation per output sums its K chunks in order, then the epilogue.
 void sum_parts() {
   uint64_t i = global_index();
@@ -44,7 +24,8 @@ void sum_parts() {
   uint gn = uint(i % uint64_t(pc.N)), gm = uint((i / uint64_t(pc.N)) % uint64_t(pc.M));
   uint64_t bt = i / (uint64_t(pc.N) * uint64_t(pc.M));
   T acc = T(0);
-  for (uint p = 0u; p < pc.parts; ++p) acc += load_T(partial_at(bt * uint64_t(pc.parts) + p, gm, gn), DT_PARTIAL);
+  uint parts = gemm_parts();
+  for (uint p = 0u; p < parts; ++p) acc += load_T(partial_at(bt * uint64_t(parts) + p, gm, gn), DT_PARTIAL);
   store_c(int64_t(bt), gm, gn, acc);
 }
 
@@ -58,16 +39,13 @@ void main() {
   uint tiles_n = (pc.N + BN - 1u) / BN, tiles_m = (pc.M + BM - 1u) / BM;
   uint64_t tile = group_index();
   uint64_t z = tile / (uint64_t(tiles_n) * uint64_t(tiles_m));
-  if (z >= uint64_t(pc.batch) * uint64_t(pc.parts)) return;  // whole group: uniform
+  if (z >= uint64_t(pc.batch) * uint64_t(gemm_parts())) return;  // whole group: uniform
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % 8u, ty = tid / 8u;  // outputs (ty + 16i, tx + 8j)
   uint n0 = uint(tile % uint64_t(tiles_n)) * BN, m0 = uint((tile / uint64_t(tiles_n)) % uint64_t(tiles_m)) * BM;
-  int64_t bt = int64_t(z / uint64_t(pc.parts));
-  uint k_lo = 0u, k_hi = pc.K;
-  if (pc.parts > 1u) {
-    k_lo = uint(z % uint64_t(pc.parts)) * 65536u;  // kGemmChunk
-    k_hi = k_lo + min(pc.K - k_lo, 65536u);
-  }
+  int64_t bt = int64_t(z / uint64_t(gemm_parts()));
+  uint k_lo, k_hi;
+  gemm_k_range(z, k_lo, k_hi);
   uint dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
   int64_t ea = int64_t(dsize(dta)), eb = int64_t(dsize(dtb));
   uint64_t abase = pc.a + uint64_t(bt * int64_t(pc.sa[0]) * ea);
@@ -109,7 +87,7 @@ void main() {
     for (uint j = 0u; j < 4u; ++j) {
       uint gn = n0 + tx + 8u * j;
       if (gn >= pc.N) continue;
-      if (pc.parts > 1u) store_T(partial_at(z, gm, gn), DT_PARTIAL, acc[i][j]);
+      if (gemm_parts() > 1u) store_T(partial_at(z, gm, gn), DT_PARTIAL, acc[i][j]);
       else store_c(bt, gm, gn, acc[i][j]);
     }
   }

@@ -1,6 +1,6 @@
 """Deliberately broken shaders for the check-mode tests, loaded through vkml_torch._C._set_spirv_dir.
 
-broken_dir(stem, blobs) compiles shaders/<stem>.comp with every memory store of common.glsl
+broken_dir(stem, blobs) compiles shaders/<stem>.comp (and <stem>_*.comp) with every memory store of common.glsl
 corrupted (a high mantissa / value bit flipped), except for OP_COPY, so uploads, downloads and
 layout copies stay right and only the family's own ops give wrong results. It replaces the old
 VKML_MUTATE hook, which lived in the lowering and in elementwise.comp's hot path.
@@ -59,7 +59,12 @@ def broken_dir(stem, blobs=None):
         text = text.replace(old, new)
     open(path, "w").write(text)
     out = os.path.join(_tmp(), f"{stem}-{len(_built)}")
-    errors = {b: e for b, e in shaders.compile_stem(stem, out, src, only=blobs).items() if e}
+    # A family may have several shaders, <stem>.comp and <stem>_*.comp (gemm's pipelines):
+    # all of them are broken, the same blobs of each.
+    errors = {}
+    for s in [x for x in shaders.stems() if x == stem or x.startswith(stem + "_")]:
+        only = {s + b[len(stem):] for b in blobs} if blobs else None
+        errors.update({b: e for b, e in shaders.compile_stem(s, out, src, only=only).items() if e})
     assert not errors, f"broken {stem} did not compile: {errors}"
     _built[key] = out
     return out

@@ -16,6 +16,8 @@ struct Limits {
   bool float64 = false;  // shaderFloat64 is optional
   bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
   bool float16 = false;
+  // VK_NV_cooperative_matrix enabled as shaders/gemm_coop.comp needs it (backend/vulkan/device.cpp);
+  // a feature, kept under VKML_MIN_SPEC (its shader fits the floor's 16 KiB and 128 invocations).
   bool cooperative_matrix = false;
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
   // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.
@@ -35,6 +37,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.int64 = dev.int64;
   m.float64 = dev.float64;  // fp64 is a feature, not a limit; kept so float64 ops keep working
   m.float_controls = dev.float_controls;  // a correctness feature, kept likewise
+  m.cooperative_matrix = dev.cooperative_matrix;  // a feature
   m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
   return m;
 }

@@ -33,6 +33,7 @@ Env read() {
   else if (const char* h = std::getenv("HOME"); h && *h) e.cache_dir = std::string(h) + "/.cache/vkml";
   else e.cache_dir = "off";
   if (const char* m = std::getenv("VKML_FUSE")) e.fuse = !(*m && std::strcmp(m, "0") == 0);
+  if (const char* g = std::getenv("VKML_GEMM_PIPE")) e.gemm_pipe = g;
   return e;
 }
 }  // namespace

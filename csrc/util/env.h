@@ -18,6 +18,7 @@ struct Env {
                              // (scripts/mutate.py and the check-mode tests load broken shaders so)
   std::string cache_dir;      // VKML_CACHE_DIR=path: where the pipeline cache lives (default
                              // $XDG_CACHE_HOME/vkml or ~/.cache/vkml); VKML_CACHE_DIR=off: none
+  std::string gemm_pipe;      // VKML_GEMM_PIPE=gemv|small|large|split|coopmat: force a matmul pipeline (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
   bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
 };

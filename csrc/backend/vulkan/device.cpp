@@ -102,6 +102,7 @@ struct Candidate {
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   bool portability_subset = false;
+  bool coop_nv = false;  // VK_NV_cooperative_matrix, as shaders/gemm_coop.comp needs it
 };
 
 std::string version_str(uint32_t v) {
@@ -115,6 +116,39 @@ std::string driver_str(const VkPhysicalDeviceProperties& p, const VkPhysicalDevi
     return std::to_string(v >> 22) + "." + std::to_string((v >> 14) & 0xff);
   if (p12.driverInfo[0]) return p12.driverInfo;
   return version_str(v);
+}
+
+// VK_NV_cooperative_matrix as shaders/gemm_coop.comp uses it: 16x16x16 float16 x float16 + float32
+// at subgroup scope, in compute shaders, with 32-wide subgroups, float16 and the Vulkan memory
+// model. (Debian 12's glslc cannot compile GL_KHR_cooperative_matrix, nor these headers describe
+// VK_KHR_cooperative_matrix, so the KHR extension is not used.)
+bool coop_nv(VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts, const Candidate& c,
+             const VkPhysicalDeviceVulkan11Properties& p11) {
+  if (!has_ext(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
+    return false;
+  if (!c.f12.shaderFloat16 || !c.f12.vulkanMemoryModel || p11.subgroupSize != 32 ||
+      !(p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+      !(p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
+    return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &cf;
+  vkGetPhysicalDeviceFeatures2(phys, &f2);
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &cp;
+  vkGetPhysicalDeviceProperties2(phys, &p2);
+  if (!cf.cooperativeMatrix || !(cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return false;
+  uint32_t n = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(phys, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (n && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(phys, &n, props.data()) != VK_SUCCESS) return false;
+  for (const auto& m : props)
+    if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        m.BType == VK_COMPONENT_TYPE_FLOAT16_NV && m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
 }
 
 // Empty string when the device is usable, else why not.
@@ -193,7 +227,7 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.float64 = c.core.shaderFloat64;
   L.int64 = true;
   L.float16 = c.f12.shaderFloat16 && c.f11.storageBuffer16BitAccess;
-  L.cooperative_matrix = false;  // not enabled at device creation yet
+  L.cooperative_matrix = c.coop_nv = coop_nv(phys, exts, c, p11);
   L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
                      (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
   c.max_buffer = p13.maxBufferSize;
@@ -287,16 +321,31 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
   qi.queueFamilyIndex = c.queue_family;
   qi.queueCount = 1;
   qi.pQueuePriorities = &prio;
-  const char* exts[] = {"VK_KHR_portability_subset"};  // must be enabled where it exists
+  std::vector<const char*> exts;
+  if (c.portability_subset) exts.push_back("VK_KHR_portability_subset");  // must be enabled where it exists
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (c.coop_nv) {
+    exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    coop.cooperativeMatrix = VK_TRUE;
+    coop.pNext = f2.pNext;
+    f2.pNext = &coop;
+  }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &f2;
   ci.queueCreateInfoCount = 1;
   ci.pQueueCreateInfos = &qi;
-  ci.enabledExtensionCount = c.portability_subset ? 1 : 0;
-  ci.ppEnabledExtensionNames = exts;
+  ci.enabledExtensionCount = uint32_t(exts.size());
+  ci.ppEnabledExtensionNames = exts.data();
 
   auto d = std::make_unique<Device>();
   VkResult r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
+  if (r != VK_SUCCESS && c.coop_nv) {  // a device that refuses the extension still runs without it
+    exts.pop_back();
+    f2.pNext = coop.pNext;
+    ci.enabledExtensionCount = uint32_t(exts.size());
+    c.coop_nv = c.limits.cooperative_matrix = false;
+    r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
+  }
   if (r != VK_SUCCESS) {
     d->dev = VK_NULL_HANDLE;
     return fail(Err::vulkan, "vkCreateDevice failed on " + c.info.name + ": " + result_name(r));

@@ -1,4 +1,7 @@
-// The gemm family -> shaders/gemm.comp: 32x32 output tiles, numbered over the grid.
+// The gemm family -> one of its pipelines (docs/performance.md): shaders/gemm_gemv.comp for
+// m == 1 or n == 1, gemm.comp (32x32 tiles) for small outputs, gemm_large.comp (128x64 tiles) for
+// large ones, gemm_coop.comp (cooperative matrix) for float16 where the device has it; a long K
+// over few outputs is split (graph/families/gemm.h) and summed in order by a second dispatch.
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -7,7 +10,35 @@
 
 namespace vkml::vk {
 namespace {
-constexpr uint32_t kGemmTile = 32;  // BM = BN in shaders/gemm.comp
+// shaders/gemm_common.glsl: pc.parts holds the chunk count, and layout flags above it.
+constexpr uint32_t kPartsMask = 0xfffff, kFlagShift = 20;
+constexpr uint32_t GEMM_A_K = 1, GEMM_A_M = 2, GEMM_B_N = 4, GEMM_B_K = 8, GEMM_GEMV_COLS = 16;
+
+struct Tile {
+  uint32_t bm, bn;
+  const char* shader;
+};
+constexpr Tile kTiles[] = {{0, 0, ""}, {32, 32, "gemm"}, {128, 64, "gemm_large"}, {64, 64, "gemm_coop"}};  // by GemmPipe
+
+// The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
+// for float16 operands where the device has cooperative matrices (forced or not). The tiles fit
+// the 16 KiB / 128-invocation floor, so nothing else depends on the limits.
+GemmPipe pick(GemmPipe shape, const Limits& lim, Compute c, DType da, DType db, int64_t K) {
+  const bool coop = lim.cooperative_matrix && c == Compute::f32 && da == DType::f16 && db == DType::f16;
+  if (shape == GemmPipe::large && coop && (K >= 32 || gemm_forced() == GemmForce::coopmat)) return GemmPipe::coopmat;
+  return shape;
+}
+
+// Flags for an operand [rows, cols] with element strides st (batch, rows, cols) whose tile loads
+// can read `vec` elements at once along the contiguous dimension: that stride 1, the other
+// strides multiples of vec, the address aligned to vec * esize. f_cols: the flag for a stride-1
+// column dimension (A's k, B's n), f_rows for a stride-1 row dimension (A's m, B's k).
+uint32_t layout_flags(uint64_t addr, const int32_t st[3], int vec, int esize, uint32_t f_cols, uint32_t f_rows) {
+  if (addr % uint64_t(vec * esize) != 0 || st[0] % vec != 0) return 0;
+  if (st[2] == 1 && st[1] % vec == 0) return f_cols;
+  if (st[1] == 1 && st[2] % vec == 0) return f_rows;
+  return 0;
+}
 
 // [B,M,N]-style view of a 2-D or 3-D operand: strides (batch, row, col), batch stride 0 for 2-D.
 bool view3(const TensorDesc& t, int64_t sz[3], int64_t st[3]) {
@@ -28,7 +59,6 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   using A = GemmArgs;
   const A& args = n.as<A>();
   const Compute c = compute_of(n.compute);
-  if (!set_shader(out[0], "gemm", c, lim, why)) return -1;
   int64_t cs[3], cst[3], as[3], ast[3], bs[3], bst[3];
   if (!view3(n.t[A::c], cs, cst) || !view3(n.t[A::a], as, ast) || !view3(n.t[A::b], bs, bst))
     return why = "operands must be 2-D or 3-D", -1;
@@ -64,28 +94,52 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     p.sbias[d] = int32_t(v[3]);
   }
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX) return why = "a dimension exceeds 2^31", -1;
-  p.dtypes = uint32_t(n.t[A::c].dtype) | uint32_t(n.t[A::a].dtype) << 8 | uint32_t(n.t[A::b].dtype) << 16 |
+  const DType da = n.t[A::a].dtype, db = n.t[A::b].dtype;
+  p.dtypes = uint32_t(n.t[A::c].dtype) | uint32_t(da) << 8 | uint32_t(db) << 16 |
              (has_bias ? uint32_t(n.t[A::bias].dtype) << 24 : 0u);
   p.alpha = raw_scalar(args.alpha, c);
   p.beta = raw_scalar(args.beta, c);
-  // One workgroup per 32x32 tile of each batch (and K chunk), numbered over a 2-D grid: any
-  // M, N and batch fit the 65,535 groups per dimension.
-  const int64_t parts = gemm_parts(K, lim.max_loop_trips);
-  p.parts = uint32_t(parts);
-  const uint64_t tiles = ((uint64_t(N) + kGemmTile - 1) / kGemmTile) * ((uint64_t(M) + kGemmTile - 1) / kGemmTile);
-  if (!grid2(tiles * uint64_t(B) * uint64_t(parts), lim, out[0])) return why = "too many groups", -1;
+  const int64_t parts = gemm_parts(B, M, N, K, lim.max_loop_trips);  // as aten sized the scratch
+  if (parts > int64_t(kPartsMask)) return why = "K is too long", -1;
   if (parts > 1) {
     p.partials = args.partials;
     if (!p.partials) return why = "a split K needs its scratch", -1;
-    put(out[0], p);
-    out[1].opcode = OP_GEMM_SUM;  // then one invocation per output sums its chunks
-    if (!grid2((uint64_t(B) * uint64_t(M) * uint64_t(N) + kGroup - 1) / kGroup, lim, out[1]))
-      return why = "too many groups", -1;
-    put(out[1], p);
-    return 2;
   }
+  const GemmPipe pipe = pick(gemm_shape_pipe(M, N), lim, c, da, db, K);
+  uint32_t flags = 0;
+  uint64_t groups = 0;
+  const uint64_t layers = uint64_t(B) * uint64_t(parts);
+  if (pipe == GemmPipe::gemv) {
+    // consecutive outputs (n fastest, then m) contiguous in the matrix operand: column layout
+    if ((N > 1 && p.sb[2] == 1) || (N == 1 && M > 1 && p.sa[1] == 1)) flags |= GEMM_GEMV_COLS;
+    const uint64_t outs = flags & GEMM_GEMV_COLS ? 32 : 4;
+    groups = (layers * uint64_t(M) * uint64_t(N) + outs - 1) / outs;
+    if (!set_shader(out[0], "gemm_gemv", c, lim, why)) return -1;
+  } else {
+    const Tile t = kTiles[int(pipe)];
+    // Whole aligned words along a contiguous dimension (the shaders' fast loads): float32 rows
+    // of 16-byte vec4s for the large tile, float16 pairs (4-byte words) for coopmat.
+    if (pipe == GemmPipe::large && c == Compute::f32) {
+      if (da == DType::f32) flags |= layout_flags(p.a, p.sa, 4, 4, GEMM_A_K, GEMM_A_M);
+      if (db == DType::f32) flags |= layout_flags(p.b, p.sb, 4, 4, GEMM_B_N, GEMM_B_K);
+    } else if (pipe == GemmPipe::coopmat) {
+      flags |= layout_flags(p.a, p.sa, 2, 2, GEMM_A_K, GEMM_A_M);
+      flags |= layout_flags(p.b, p.sb, 2, 2, GEMM_B_N, GEMM_B_K);
+    }
+    groups = ((uint64_t(N) + t.bn - 1) / t.bn) * ((uint64_t(M) + t.bm - 1) / t.bm) * layers;
+    if (!set_shader(out[0], t.shader, c, lim, why)) return -1;
+  }
+  p.parts = uint32_t(parts) | flags << kFlagShift;
+  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  return 1;
+  if (parts == 1) return 1;
+  // Then one invocation per output sums its chunks in order (shaders/gemm.comp OP_GEMM_SUM).
+  if (!set_shader(out[1], "gemm", c, lim, why)) return -1;
+  out[1].opcode = OP_GEMM_SUM;
+  if (!grid2((uint64_t(B) * uint64_t(M) * uint64_t(N) + kGroup - 1) / kGroup, lim, out[1]))
+    return why = "too many groups", -1;
+  put(out[1], p);
+  return 2;
 }
 
 

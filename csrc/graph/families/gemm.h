@@ -1,20 +1,59 @@
 // The gemm family: c = beta * bias + alpha * (a @ b), every operand viewed as [B, rows, cols]
 // (2-D operands have batch stride 0; bias is broadcast to c).
 #pragma once
+#include <algorithm>
+#include <cstring>
+
 #include "graph/families/args.h"
+#include "util/env.h"
 
 namespace vkml {
 
-// On a device that ends long-running loops (core/limits.h max_loop_trips: llvmpipe), K over
-// kGemmChunk is split: each chunk's products go into `partials` (device scratch that aten
-// allocates, gemm_partial_bytes), then each output sums its chunks in order. Elsewhere K runs
-// in one pass.
-constexpr int64_t kGemmChunk = 65536;  // 4096 slices of 16: about 25,000 loop trips on llvmpipe
-inline int64_t gemm_parts(int64_t K, uint32_t max_loop_trips) {
-  return max_loop_trips && K > kGemmChunk ? (K + kGemmChunk - 1) / kGemmChunk : 1;
+// The pipelines (backend/vulkan/lower_gemm.cpp, docs/performance.md). The shape picks gemv,
+// small or large here; the lowering may run a large one as coopmat where the device has it.
+// VKML_GEMM_PIPE forces one (tests); "split" is the small tile with K split into chunks.
+enum class GemmPipe : uint8_t { gemv, small, large, coopmat };
+enum class GemmForce : uint8_t { none, gemv, small, large, split, coopmat };
+
+inline GemmForce gemm_forced() {
+  const std::string& s = env().gemm_pipe;
+  if (s.empty()) return GemmForce::none;
+  static const char* kNames[] = {"gemv", "small", "large", "split", "coopmat"};
+  for (int i = 0; i < 5; ++i)
+    if (s == kNames[i]) return GemmForce(i + 1);
+  return GemmForce::none;  // an unknown name: the automatic choice
 }
+
+inline GemmPipe gemm_shape_pipe(int64_t M, int64_t N) {
+  switch (gemm_forced()) {
+    case GemmForce::gemv: return GemmPipe::gemv;
+    case GemmForce::small: case GemmForce::split: return GemmPipe::small;
+    case GemmForce::large: case GemmForce::coopmat: return GemmPipe::large;
+    case GemmForce::none: break;
+  }
+  if (M == 1 || N == 1) return GemmPipe::gemv;
+  return M >= 128 && N >= 64 ? GemmPipe::large : GemmPipe::small;  // a large tile fills up
+}
+
+// K split into `parts` chunks of gemm_chunk() (a multiple of 32) each: chunk p's products go into
+// `partials` (device scratch that aten allocates, gemm_partial_bytes), then OP_GEMM_SUM sums each
+// output's chunks in order (deterministic, no atomics). Two reasons to split, both from the shape
+// alone (aten sizes the scratch with the same call): few workgroups but a long K (a GPU would sit
+// mostly idle), and llvmpipe, which ends long-running loops (core/limits.h max_loop_trips).
+constexpr int64_t kGemmChunk = 16384;  // under llvmpipe's 65535 loop trips in every pipeline
+inline int64_t gemm_parts(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t max_loop_trips) {
+  const GemmPipe pipe = gemm_shape_pipe(M, N);
+  const int64_t per_group = pipe == GemmPipe::gemv ? 32 : pipe == GemmPipe::small ? 1024 : 8192;
+  const int64_t groups = std::max<int64_t>(1, (B * M * N + per_group - 1) / per_group);
+  int64_t p = 1;
+  if (K >= 2048 && groups < 128) p = std::min<int64_t>({32, K / 512, (256 + groups - 1) / groups});
+  if (gemm_forced() == GemmForce::split && K >= 64) p = std::max<int64_t>(p, std::min<int64_t>(4, K / 32));
+  if (max_loop_trips) p = std::max<int64_t>(p, (K + kGemmChunk - 1) / kGemmChunk);
+  return p;
+}
+inline int64_t gemm_chunk(int64_t K, int64_t parts) { return ((K + parts - 1) / parts + 31) / 32 * 32; }
 inline int64_t gemm_partial_bytes(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t max_loop_trips) {
-  const int64_t p = gemm_parts(K, max_loop_trips);
+  const int64_t p = gemm_parts(B, M, N, K, max_loop_trips);
   return p > 1 ? B * M * N * p * 8 : 0;  // one 8-byte value per output and chunk
 }
 

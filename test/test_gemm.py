@@ -1,0 +1,162 @@
+"""The matmul pipelines (docs/performance.md): each forced in turn with VKML_GEMM_PIPE and checked
+against torch CPU (a float64 reference, within the mm row's TOL_GEMM) and the oracle (VKML_CHECK=1
+in the child), over odd sizes, transposed and strided operands, batches, k = 0, empty outputs,
+every float dtype, NaN/Inf, unscaled randn, a split K and repeat runs (same bytes); and which
+pipeline the shape picks. Env switches are read once per process, so each pipeline runs in a child
+process (this file run as a script); VKML_MIN_SPEC passes through from the parent."""
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PIPES = ["gemv", "small", "large", "split", "coopmat"]
+
+
+def _cases(dtype, g):
+    """(description, a, b, bias or None, alpha, beta, batched) on the CPU."""
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64).to(dtype)  # noqa: E731
+    out = [("1x1x1", r(1, 1), r(1, 1)),
+           ("odd 3x7 @ 7x5", r(3, 7), r(7, 5)),
+           ("33x65 @ 65x17", r(33, 65), r(65, 17)),
+           ("edge tiles 130x40 @ 40x70", r(130, 40), r(40, 70)),
+           ("whole tiles 256x64 @ 64x128", r(256, 64), r(64, 128)),
+           ("a transposed", r(40, 130).t(), r(40, 70)),
+           ("b transposed (nn.Linear)", r(130, 48), r(70, 48).t()),
+           ("both transposed", r(48, 128).t(), r(64, 48).t()),
+           ("stepped b", r(129, 33), r(33, 140)[:, ::2]),
+           ("unaligned a (offset 1)", r(130, 33)[:, 1:], r(32, 64)),
+           ("m=1 k=300", r(1, 300), r(300, 64)),
+           ("n=1 k=300", r(64, 300), r(300, 1)),
+           ("m=1, b transposed", r(1, 96), r(40, 96).t()),
+           ("k=0", r(5, 0), r(0, 6)),
+           ("empty m=0", r(0, 4), r(4, 6)),
+           ("long k 2x3000 @ 3000x3", r(2, 3000), r(3000, 3))]
+    cases = [(d, a, b, None, 1, 0, False) for d, a, b in out]
+    cases.append(("addmm bias (n,), alpha 2 beta 0.5", r(130, 40), r(40, 70), r(70), 2, 0.5, False))
+    cases.append(("addmm bias transposed", r(33, 8), r(8, 20), r(20, 33).t(), 1, 1, False))
+    cases.append(("bmm 3x33x20 @ 3x20x17", r(3, 33, 20), r(3, 20, 17), None, 1, 0, True))
+    cases.append(("bmm 2x130x16 @ b transposed", r(2, 130, 16), r(2, 70, 16).transpose(1, 2), None, 1, 0, True))
+    special = r(20, 40)
+    special[0, 0], special[3, 5], special[7, 1] = math.nan, math.inf, -math.inf
+    cases.append(("NaN/Inf in a", special, r(40, 70), None, 1, 0, False))
+    return cases
+
+
+def _run(desc, a, b, bias, alpha, beta, batched, dev):
+    a, b = a.to(dev), b.to(dev)
+    if batched:
+        return torch.bmm(a, b)
+    if bias is not None:
+        return torch.addmm(bias.to(dev), a, b, beta=beta, alpha=alpha)
+    return a @ b
+
+
+def child(pipe):
+    """Runs every case on vkml with VKML_GEMM_PIPE=pipe; raises on the first failure."""
+    import helpers
+    import vkml_torch  # noqa: F401
+    assert os.environ.get("VKML_GEMM_PIPE") == pipe
+    row = helpers.row("mm")
+    dtypes = [torch.float32, torch.float16, torch.bfloat16]
+    if vkml_torch._C.device_info(0)["float64"]:
+        dtypes.append(torch.float64)
+    count = 0
+    for dtype in dtypes:
+        g = torch.Generator().manual_seed(0)
+        for desc, a, b, bias, alpha, beta, batched in _cases(dtype, g):
+            what = f"[{pipe}] {desc} {dtype}"
+            got = _run(desc, a, b, bias, alpha, beta, batched, "vkml").cpu()
+            a64, b64 = a.double(), b.double()
+            ref = alpha * (a64 @ b64)
+            scale = abs(alpha) * (a64.abs() @ b64.abs())
+            if bias is not None:
+                ref = ref + beta * bias.double()
+                scale = scale + abs(beta) * bias.double().abs()
+            helpers.assert_close_row(row, got, ref.to(dtype), scale, n=a.shape[-1], what=what)
+            again = _run(desc, a, b, bias, alpha, beta, batched, "vkml").cpu()
+            assert torch.equal(got.view(torch.uint8), again.view(torch.uint8)), f"{what}: two runs differ"
+            count += 1
+    # unscaled randn at a size that takes each tile's fast loads, float32
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(256, 512, generator=g), torch.randn(512, 192, generator=g)
+    got = (a.to("vkml") @ b.to("vkml")).cpu()
+    helpers.assert_close_row(row, got, (a.double() @ b.double()).float(), a.double().abs() @ b.double().abs(), n=512,
+                             what=f"[{pipe}] randn 256x512x192")
+    print(f"{pipe}: {count + 1} cases passed")
+
+
+def _child_env(pipe):
+    env = dict(os.environ, VKML_GEMM_PIPE=pipe, VKML_CHECK="1")
+    env.setdefault("VKML_MIN_SPEC", "0")
+    return env
+
+
+@pytest.mark.parametrize("pipe", PIPES)
+def test_pipeline_forced(pipe):
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), pipe], cwd=HERE, env=_child_env(pipe),
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"VKML_GEMM_PIPE={pipe} failed:\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
+    assert "cases passed" in p.stdout
+
+
+def _shaders(fn):
+    import vkml_torch
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        fn()
+        torch.vkml.synchronize()
+    return [name for name, *_ in p.kernels if "gemm" in name]
+
+
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="a forced pipeline overrides the choice")
+@pytest.mark.parametrize("shape,want", [
+    ((1, 4096, 256), "gemm_gemv"),    # m = 1
+    ((512, 64, 1), "gemm_gemv"),      # n = 1
+    ((20, 30, 40), "gemm_f"),         # small tile
+    ((256, 64, 128), "gemm_large"),   # a large output
+])
+def test_choice_by_shape(shape, want):
+    m, k, n = shape
+    a, b = torch.randn(m, k, device="vkml"), torch.randn(k, n, device="vkml")
+    names = _shaders(lambda: a @ b)
+    assert names and all(want in s for s in names[:1]), f"{shape}: ran {names}, expected {want}"
+
+
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="a forced pipeline overrides the choice")
+def test_long_k_few_outputs_splits():
+    a, b = torch.randn(4, 8192, device="vkml"), torch.randn(8192, 4, device="vkml")
+    names = _shaders(lambda: a @ b)
+    assert len(names) == 2, f"expected a chunk pass and an ordered sum pass, ran {names}"
+    ref = a.cpu().double() @ b.cpu().double()
+    import helpers
+    got = (a @ b).cpu()
+    helpers.assert_close_row(helpers.row("mm"), got, ref.float(), a.cpu().double().abs() @ b.cpu().double().abs(), n=8192)
+    assert torch.equal(got, (a @ b).cpu())
+
+
+# lavapipe has no cooperative matrix; on a device that has VK_NV_cooperative_matrix (the H200),
+# run with VKML_TEST_COOPMAT=1 to require that float16 matmuls take it (and are right).
+@pytest.mark.skipif(os.environ.get("VKML_TEST_COOPMAT") != "1", reason="set VKML_TEST_COOPMAT=1 on a device with it")
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="a forced pipeline overrides the choice")
+def test_coopmat_chosen_for_float16():
+    import helpers
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(300, 200, generator=g).half(), torch.randn(200, 130, generator=g).half()
+    va, vb = a.to("vkml"), b.to("vkml")
+    names = _shaders(lambda: va @ vb)
+    assert names and "gemm_coop" in names[0], f"ran {names}"
+    got = (va @ vb).cpu()
+    helpers.assert_close_row(helpers.row("mm"), got, (a.double() @ b.double()).half(),
+                             a.double().abs() @ b.double().abs(), n=200)
+    assert torch.equal(got.view(torch.uint8), (va @ vb).cpu().view(torch.uint8))
+    names = _shaders(lambda: va.bfloat16() @ vb.bfloat16())
+    assert names and "gemm_large" in names[-1], f"bfloat16 ran {names} (no bfloat16 cooperative matrix)"
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    child(sys.argv[1])
