@@ -60,6 +60,10 @@ ERRORS = {
     "min.dim dim out of range": lambda d: torch.min(x(d, 3, 4), 2),
     "max.dim values out= of another dtype": lambda d: torch.max(x(d, 3, 4), 0, out=(e(d, 4, dtype=F64), e(d, 4, dtype=L))),
     "min.dim indices out= int32": lambda d: torch.min(x(d, 3, 4), 1, out=(e(d, 3), e(d, 3, dtype=I32))),
+    # add/sub alpha (torch's alpha_check)
+    "add int64 with a float alpha": lambda d: torch.add(x(d, 3, dtype=L), x(d, 3, dtype=L), alpha=0.5),
+    "sub float with a complex alpha": lambda d: torch.sub(x(d, 3), x(d, 3), alpha=1j),
+    "add bool with a bool alpha into int": lambda d: torch.add(x(d, 3, dtype=L), x(d, 3) > 0, alpha=True),
     # softmax family
     "softmax dim out of range": lambda d: torch._softmax(x(d, 3, 4), 2, False),
     "log_softmax dim out of range": lambda d: torch.log_softmax(x(d, 3, 4), -3),
