@@ -1,5 +1,4 @@
-// _softmax / _log_softmax and their backward, over a contiguous [outer, D, inner] view (operand
-// dtypes may differ: half_to_float reads float16 and writes float32).
+// _softmax / _log_softmax and their backward, over a contiguous [outer, D, inner] view.
 #include <ATen/TensorUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_log_softmax_backward_data_meta.h>
@@ -61,6 +60,9 @@ void softmax(OpId id, Call& c, bool bwd) {
     // torch's _log_softmax_backward_data meta leaves the shapes unchecked (its CPU kernel then reads
     // output out of bounds); _softmax_backward_data's check, with its message, for both
     if (log) at::checkSameSize("log_softmax_backward", {x, "grad", 1}, {y, "output", 2});
+    // the backward of that conversion (float grad, half input): refused too
+    TORCH_CHECK(!(x.scalar_type() == c10::ScalarType::Float && idt == c10::ScalarType::Half),
+                "softmax backward with half to float conversion is not supported on vkml");
     // torch's CPU kernel reads output as grad's dtype
     TORCH_CHECK(y.scalar_type() == x.scalar_type(), "expected scalar type ", x.scalar_type(), " but found ",
                 y.scalar_type());
@@ -68,8 +70,8 @@ void softmax(OpId id, Call& c, bool bwd) {
     const bool h2f = c["half_to_float"].toBool();
     result = log ? forward_meta<at::meta::structured__log_softmax>(kind, c.out(), x, d, h2f)
                  : forward_meta<at::meta::structured__softmax>(kind, c.out(), x, d, h2f);
-    // half in, float out, as torch's CUDA kernel (its CPU kernel refuses the conversion), with its check
-    TORCH_CHECK(!h2f || x.scalar_type() == c10::ScalarType::Half, "conversion is supported for Half type only");
+    // torch's CPU kernel refuses the conversion (its CUDA kernel does it), and so does vkml
+    TORCH_CHECK(!h2f, "softmax with half to float conversion is not supported on vkml");
   }
   const int64_t dim = at::maybe_wrap_dim(d, x.dim());
   check_dtype(id, to_dtype(x.scalar_type(), name));

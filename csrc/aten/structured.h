@@ -65,8 +65,9 @@ struct Structured final : Meta {
       case OutKind::out: {  // torch's resize_out
         TORCH_CHECK(options.dtype() == o.dtype(), "Expected out tensor to have dtype ", options.dtype(),
                     ", but got ", o.dtype(), " instead");
-        TORCH_CHECK(options.device() == o.device(), "Expected out tensor to have device ", options.device(),
-                    ", but got ", o.device(), " instead");
+        // an out= tensor of another device: the same-device error torch's device check raises first
+        TORCH_CHECK(options.device() == o.device(), "Expected all tensors to be on the same device, but found at "
+                    "least two devices, ", o.device(), " and ", options.device(), "!");
         const bool resized = at::native::resize_output(o, sizes);
         if (resized && !strides.empty()) o.as_strided_(sizes, strides);
         else if (resized && options.memory_format_opt().has_value())
