@@ -7,6 +7,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/cat_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/view_native.h>
 #include <c10/util/Half.h>
@@ -21,6 +22,7 @@
 #include "aten/devices.h"
 #include "aten/kernels.h"
 #include "aten/pinned.h"
+#include "aten/structured.h"
 #include "aten/trace.h"
 #include "util/env.h"
 
@@ -191,61 +193,35 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 // cat: one strided copy per input into its slice of the output (printing large tensors needs it).
-at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+// Checks, dtype promotion, the output's shape and memory format, out= resizing: torch's meta.
+at::Tensor cat_impl(const at::ITensorListRef& tensors, int64_t dim, const at::Tensor& given) {
   std::optional<c10::Device> common;  // torch's wrapper check (cat.out is not NoCheck)
-  c10::impl::check_and_update_common_device(common, out, "aten::cat.out", "out");
-  c10::impl::check_and_update_common_device(common, tensors, "aten::cat.out", "tensors");
-  OnDevice on(out);
-  std::vector<at::Tensor> ts;
-  for (const at::Tensor& t : tensors) ts.push_back(t);
-  TORCH_CHECK(!ts.empty(), "torch.cat(): expected a non-empty list of Tensors");
-  // Legacy rule, as on the CPU: 1-D empty tensors are skipped.
-  const at::Tensor* ref = nullptr;
-  for (const auto& t : ts)
-    if (!(t.dim() == 1 && t.numel() == 0)) { ref = &t; break; }
-  if (!ref) {
-    out.resize_({0});
-    return out;
-  }
-  dim = at::maybe_wrap_dim(dim, ref->dim());
-  std::vector<int64_t> shape = ref->sizes().vec();
-  shape[size_t(dim)] = 0;
-  c10::ScalarType dt = ts[0].scalar_type();
-  for (const auto& t : ts) {
-    dt = c10::promoteTypes(dt, t.scalar_type());
-    if (t.dim() == 1 && t.numel() == 0) continue;
-    TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ", ref->dim(),
-                " and ", t.dim());
-    for (int64_t d = 0; d < t.dim(); ++d)
-      TORCH_CHECK(d == dim || t.size(d) == ref->size(d), "Sizes of tensors must match except in dimension ",
-                  dim, ". Expected size ", ref->size(d), " but got size ", t.size(d), " for tensor number ",
-                  &t - ts.data(), " in the list.");
-    shape[size_t(dim)] += t.size(dim);
-  }
-  TORCH_CHECK(c10::canCast(dt, out.scalar_type()), "torch.cat(): input types can't be cast to the desired output type ",
-              out.scalar_type());
-  if (out.sizes() != at::IntArrayRef(shape)) out.resize_(shape);
+  if (given.defined()) c10::impl::check_and_update_common_device(common, given, "aten::cat.out", "out");
+  c10::impl::check_and_update_common_device(common, tensors, given.defined() ? "aten::cat.out" : "aten::cat", "tensors");
+  OnDevice on(given.defined() ? OnDevice::index_of(given) : -1);
+  Structured<at::meta::structured_cat> op(given.defined() ? OutKind::out : OutKind::functional, given);
+  const auto pre = op.meta(tensors, dim);
+  const at::Tensor& out = op.out_;
   int64_t at0 = 0;
-  for (const auto& t : ts) {
-    if (t.dim() == 1 && t.numel() == 0) continue;
-    copy_on_device(out.narrow(dim, at0, t.size(dim)), t);
-    at0 += t.size(dim);
+  for (const at::Tensor& t : tensors) {
+    if (t.dim() == 1 && t.numel() == 0) continue;  // legacy rule, as torch's: 1-D empty tensors are skipped
+    copy_on_device(out.narrow(pre.dim, at0, t.size(pre.dim)), t);
+    at0 += t.size(pre.dim);
   }
   return out;
 }
 
+at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+  cat_impl(tensors, dim, out);
+  return out;
+}
+
 at::Tensor cat(const at::ITensorListRef& tensors, int64_t dim) {
-  std::optional<c10::Device> common;
-  c10::impl::check_and_update_common_device(common, tensors, "aten::cat", "tensors");
-  c10::ScalarType dt = c10::ScalarType::Undefined;
   std::optional<c10::Device> dev;
-  for (const at::Tensor& t : tensors) {
-    dt = dt == c10::ScalarType::Undefined ? t.scalar_type() : c10::promoteTypes(dt, t.scalar_type());
+  for (const at::Tensor& t : tensors)
     if (!dev && on_vkml(t)) dev = t.device();
-  }
-  TORCH_CHECK(dt != c10::ScalarType::Undefined, "torch.cat(): expected a non-empty list of Tensors");
-  at::Tensor out = at::empty({0}, at::TensorOptions().dtype(dt).device(*dev));
-  return cat_out(tensors, dim, out);
+  OnDevice on(dev ? dev->index() : -1);
+  return cat_impl(tensors, dim, {});
 }
 
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

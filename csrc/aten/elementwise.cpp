@@ -146,13 +146,6 @@ at::Tensor wrap(const c10::IValue& v) {
   return t;
 }
 
-void check_alpha(c10::ScalarType common, const c10::Scalar& alpha) {
-  TORCH_CHECK(!alpha.isBoolean() || common == c10::ScalarType::Bool,
-              "Boolean alpha only supported for Boolean results.");
-  TORCH_CHECK(c10::isFloatingType(common) || c10::isComplexType(common) || alpha.isIntegral(true),
-              "For integral input tensors, argument alpha must not be a floating point number.");
-}
-
 }  // namespace
 
 // fill_ of a value the dtype cannot hold raises, as on the CPU ("value cannot be converted to
@@ -192,13 +185,13 @@ namespace {
 // alpha (add/sub), the nodes, the result.
 void run(OpId id, Call& c, at::TensorIteratorBase& iter, ElementwiseArgs args) {
   const c10::ScalarType common = iter.common_dtype();
-  const DType ct = to_dtype(common, op_info(id).name);
-  check_dtype(id, ct);
   if (const int ai = c.index("alpha"); ai >= 0 && !c.arg(ai).isNone()) {
     const c10::Scalar alpha = c.arg(ai).toScalar();
-    check_alpha(common, alpha);
+    at::native::alpha_check(common, alpha);  // torch's own (its add/sub metas'), before vkml's dtype limits
     args.s0 = to_scalar(alpha);
   }
+  const DType ct = to_dtype(common, op_info(id).name);
+  check_dtype(id, ct);
   emit_elementwise(id, iter, ct, args);
   c.ret(iter.output());
 }

@@ -1,11 +1,12 @@
 // nll_loss_forward / nll_loss_backward (what cross_entropy reaches after log_softmax).
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
-#include <ATen/ops/zeros_like.h>
+#include <ATen/ops/nll_loss_backward_meta.h>
+#include <ATen/ops/nll_loss_forward_meta.h>
 
 #include "aten/call.h"
 #include "aten/common.h"
 #include "aten/kernels.h"
+#include "aten/structured.h"
 
 namespace vkml::aten {
 namespace {
@@ -26,31 +27,24 @@ TensorDesc as_vector(const at::Tensor& t, const char* op) {
   return d;
 }
 
-void check_args(const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight) {
-  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
-  TORCH_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
-  const bool no_batch_dim = self.dim() == 1 && target.dim() == 0;
-  TORCH_CHECK(no_batch_dim || self.size(0) == target.size(0), "size mismatch (got input: ", self.sizes(),
-              ", target: ", target.sizes(), ")");
-  const int64_t n_classes = self.size(-1);
-  TORCH_CHECK(!weight.defined() || (weight.dim() == 1 && weight.numel() == n_classes),
-              "weight tensor should be defined either for all ", n_classes,
-              " classes or no classes but got weight tensor of shape: ", weight.sizes());
-  TORCH_CHECK(target.scalar_type() == c10::ScalarType::Long || target.scalar_type() == c10::ScalarType::Byte,
-              "nll_loss: expected target of dtype int64 (or uint8), got ", target.dtype());
+// What torch's CPU kernels check after the metas (the metas check shapes): operand dtypes, as
+// their typed data pointers do (with their message).
+void check_same(c10::ScalarType expected, const at::Tensor& t) {
+  TORCH_CHECK(!t.defined() || t.scalar_type() == expected, "expected scalar type ", expected, " but found ",
+              t.scalar_type());
+}
+void check_target(const at::Tensor& target) {
+  if (target.scalar_type() != c10::ScalarType::Byte) check_same(c10::ScalarType::Long, target);
 }
 
-// Both directions share the argument checks and NllArgs.
+// Both directions share NllArgs (the argument checks are the metas' and check_same's).
 Node nll_node(OpId id, Call& c, at::Tensor& self, at::Tensor& target, at::Tensor& weight, bool backward) {
   const char* name = op_info(id).name;
   self = c.tensor("self");
   target = c.tensor("target");
   weight = c.has("weight") ? c.tensor("weight") : at::Tensor();
-  check_args(self, target, weight);
   check_dtype(id, to_dtype(self.scalar_type(), name));
   if (target.scalar_type() != c10::ScalarType::Long) target = target.to(c10::ScalarType::Long);
-  if (weight.defined()) TORCH_CHECK(weight.scalar_type() == self.scalar_type(), name, ": weight dtype ",
-                                    weight.dtype(), " differs from input dtype ", self.dtype());
   const int64_t reduction = c["reduction"].toInt();
   Node n;
   n.op = id;
@@ -82,53 +76,73 @@ at::Tensor scratch_for(Node& n, const at::Tensor& self) {
 void nll_forward(OpId id, Call& c) {
   using A = NllArgs;
   const char* name = op_info(id).name;
+  // nll_loss_forward.output(..., *, output, total_weight): shapes, target/weight checks and the
+  // out= checks are torch's meta's
+  const at::Tensor out = c.out();
+  const OutKind kind = out.defined() ? OutKind::out : OutKind::functional;
+  Structured<at::meta::structured_nll_loss_forward> op(kind, out, out.defined() ? c.tensor("total_weight") : at::Tensor());
+  const at::Tensor weight_arg = c.has("weight") ? c.tensor("weight") : at::Tensor();
+  op.meta(c.tensor("self"), c.tensor("target"), weight_arg, c["reduction"].toInt(), c["ignore_index"].toInt());
+  const at::Tensor& output = op.out_;
+  const at::Tensor& total = op.out1_;
+  // torch's CPU kernel: the target dtype (torch 2.13's meta checks it first, with its own message)
+  check_target(c.tensor("target"));
+  check_same(output.scalar_type(), weight_arg);
   at::Tensor self, target, weight;
   Node n = nll_node(id, c, self, target, weight, false);
   const at::Tensor scratch = scratch_for(n, self);
   const bool vec = n.as<A>().reduction == 0 && self.dim() == 2;
-  at::Tensor output = at::empty(vec ? std::vector<int64_t>{self.size(0)} : std::vector<int64_t>{}, self.options());
+  // The node writes both with their own strides; only memory shared with the inputs needs a temporary.
+  const Dest dout(output, kind, true, {&self, &target, &weight}), dtotal(total, kind, true, {&self, &target, &weight});
   // reduction none over an empty batch runs no node; total_weight is then 0 as on the CPU
-  at::Tensor total = vec && self.size(0) == 0 ? at::zeros({}, self.options()) : at::empty({}, self.options());
+  if (vec && self.size(0) == 0) dtotal.t().zero_();
   n.nout = 2;
   n.nin = 3;
-  n.t[A::out] = vec ? desc_of(output, name) : as_vector(output, name);
-  n.t[A::total_weight] = desc_of(total, name);
+  n.t[A::out] = vec ? desc_of(dout.t(), name) : as_vector(dout.t(), name);
+  n.t[A::total_weight] = desc_of(dtotal.t(), name);
   n.t[A::input] = as_matrix(self, name);
   n.t[A::target] = as_vector(target, name);
   if (weight.defined()) n.t[A::weight] = desc_of(weight, name);
   record(n);
-  at::Tensor out = c.out();
-  if (out.defined()) {  // nll_loss_forward.output(..., *, output, total_weight)
-    at::Tensor tw = c.tensor("total_weight");
-    check_out_dtype(out, output);
-    check_out_dtype(tw, total);
-    into(out, output);
-    into(tw, total);
-    return c.ret(out, tw);
-  }
+  dout.finish();
+  dtotal.finish();
   c.ret(output, total);
 }
 
 void nll_backward(OpId id, Call& c) {
   using A = NllArgs;
   const char* name = op_info(id).name;
+  const at::Tensor out = c.out();
+  const OutKind kind = out.defined() ? OutKind::out : OutKind::functional;
+  const at::Tensor grad_output = c.tensor("grad_output"), total = c.tensor("total_weight");
+  const at::Tensor weight_arg = c.has("weight") ? c.tensor("weight") : at::Tensor();
+  Structured<at::meta::structured_nll_loss_backward> op(kind, out);
+  op.meta(grad_output, c.tensor("self"), c.tensor("target"), weight_arg, c["reduction"].toInt(),
+          c["ignore_index"].toInt(), total);
+  const at::Tensor& grad_input = op.out_;
+  // torch's CPU kernel: operand dtypes, in its order
+  check_target(c.tensor("target"));
+  check_same(grad_input.scalar_type(), grad_output);
+  check_same(grad_input.scalar_type(), weight_arg);
+  check_same(grad_input.scalar_type(), total);
   at::Tensor self, target, weight;
   Node n = nll_node(id, c, self, target, weight, true);
   const at::Tensor scratch = scratch_for(n, self);
-  at::Tensor grad_output = c.tensor("grad_output");
-  at::Tensor total = c.tensor("total_weight");
-  at::Tensor grad_input = at::zeros_like(self, at::MemoryFormat::Contiguous);
+  // the node writes the target entries only (with grad_input's strides): zeros first
+  const Dest dest(grad_input, kind, true, {&grad_output, &self, &target, &weight, &total});
   if (grad_input.numel() > 0) {
+    dest.t().zero_();
     n.nout = 1;
     n.nin = 4;
-    n.t[A::grad_input] = as_matrix(grad_input, name);
+    n.t[A::grad_input] = as_matrix(dest.t(), name);
     n.t[A::grad_output] = as_vector(grad_output, name);
     n.t[A::bwd_target] = as_vector(target, name);
     if (weight.defined()) n.t[A::bwd_weight] = desc_of(weight, name);
     n.t[A::bwd_total_weight] = desc_of(total, name);
     record(n);
   }
-  ret_result(c, grad_input);
+  dest.finish();
+  c.ret(grad_input);
 }
 
 }  // namespace vkml::aten

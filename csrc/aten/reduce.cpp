@@ -1,19 +1,27 @@
-// Reductions: sum, mean, amax/amin (and full max/min), argmax/argmin.
+// Reductions: sum, mean, amax/amin (and full max/min), argmax/argmin, max.dim/min.dim.
 // The input is described kept-dims-first, then reduced dims, each group coalesced to <= 4 dims.
 #include <ATen/WrapDimUtils.h>
-#include <ATen/ops/amax.h>
-#include <ATen/ops/amin.h>
-#include <ATen/ops/argmax.h>
-#include <ATen/ops/argmin.h>
+#include <ATen/ops/amax_meta.h>
+#include <ATen/ops/amin_meta.h>
+#include <ATen/ops/argmax_meta.h>
+#include <ATen/ops/argmin_meta.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/max_meta.h>
+#include <ATen/ops/mean_meta.h>
+#include <ATen/ops/min_meta.h>
+#include <ATen/ops/sum_meta.h>
 #include <torch/library.h>
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "aten/call.h"
 #include "aten/common.h"
-#include "aten/composite.h"
+#include "aten/devices.h"
 #include "aten/kernels.h"
+#include "aten/structured.h"
+#include "aten/trace.h"
 #include "core/coalesce.h"
 
 namespace vkml::aten {
@@ -35,95 +43,26 @@ Dims merged(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strid
   return d;
 }
 
-c10::ScalarType out_dtype(OpId id, bool indices, const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
-  if (indices) return c10::ScalarType::Long;
-  if (id == OpId::sum) {
-    if (dtype) return *dtype;
-    return c10::isIntegralType(self.scalar_type(), true) ? c10::ScalarType::Long : self.scalar_type();
-  }
-  if (id == OpId::mean) {
-    c10::ScalarType t = dtype ? *dtype : self.scalar_type();
-    TORCH_CHECK(c10::isFloatingType(t) || c10::isComplexType(t),
-                "mean(): could not infer output dtype. ",
-                dtype ? "Optional dtype" : "Input dtype",
-                " must be either a floating point or complex dtype. Got: ", c10::toString(t));
-    return t;
-  }
-  return self.scalar_type();
-}
-
-// values (sum, mean, amax, amin) or indices (argmax, argmin) of a reduction over some dims.
-void reduce(OpId id, Call& c, bool indices) {
+// Records the reduction of self over the dims `red` into `result` (a meta's output; none for an
+// empty result). The op computes in the result's dtype (sum/mean into out= in out's dtype, as
+// torch's infer_dtype_from_optional), argmax/argmin in the input's.
+void run(OpId id, const at::Tensor& self, const std::vector<bool>& red, const at::Tensor& result, OutKind kind) {
   const OpInfo& info = op_info(id);
-  at::Tensor self = c.tensor("self");
-  const at::Tensor out = c.out();
-  const int64_t nd = self.dim();
-  if (out.defined() && (id == OpId::amax || id == OpId::amin))  // torch's amax/amin meta, before dims
-    TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to match, but got ",
-                self.scalar_type(), " for input's dtype and ", out.scalar_type(), " for out's dtype.");
-  std::optional<c10::ScalarType> dtype;
-  if (c.has("dtype")) dtype = c["dtype"].toScalarType();
-  c10::ScalarType odt = out_dtype(id, indices, self, dtype);  // torch's meta checks mean's dtype before dims
-  if (indices)  // before the dims, as torch
-    TORCH_CHECK(self.scalar_type() != c10::ScalarType::Bool, info.name, "(): does not support bool input");
-  // Which dims are reduced: none given (or an empty list) means all of them.
-  std::vector<bool> red(size_t(nd), false);
-  bool all = true;
-  if (c.has("dim")) {
-    const c10::IValue& v = c["dim"];
-    // A 0-dim tensor accepts dim 0 / -1 and reduces its one element.
-    std::vector<int64_t> dims = v.isInt() ? std::vector<int64_t>{v.toInt()} : v.toIntVector();
-    for (int64_t d : dims) {
-      size_t w = size_t(at::maybe_wrap_dim(d, nd));
-      all = false;
-      if (nd == 0) continue;
-      TORCH_CHECK(!red[w], "dim ", w, " appears multiple times in the list of dims");
-      red[w] = true;
-    }
-  }
-  if (all) std::fill(red.begin(), red.end(), true);
-  const bool keepdim = c.has("keepdim") && c["keepdim"].toBool();
-
-  // sum/mean into an out tensor without dtype= compute in the out tensor's dtype, as torch's
-  // infer_dtype_from_optional (after mean's check of the input dtype above)
-  if (out.defined() && !dtype && (id == OpId::sum || id == OpId::mean)) {
-    TORCH_CHECK(id != OpId::mean || c10::canCast(odt, out.scalar_type()), "result type ", odt,
-                " can't be cast to the desired output type ", out.scalar_type());
-    odt = out.scalar_type();
-  }
-  const c10::ScalarType ct = indices ? self.scalar_type() : odt;  // the dtype the op computes in
+  const bool indices = id == OpId::argmax || id == OpId::argmin;
+  const c10::ScalarType ct = indices ? self.scalar_type() : result.scalar_type();
   check_dtype(id, to_dtype(ct, info.name));
-
-  // Empty reductions that have no identity are errors, as on the CPU.
-  if (indices || id == OpId::amax || id == OpId::amin) {
-    const char* name = c.schema.name() == "aten::max" ? "max" : c.schema.name() == "aten::min" ? "min" : info.name;
-    if (all) {  // torch raises IndexError for argmax/argmin, RuntimeError for the others
-      const bool ok = self.numel() > 0;
-      if (indices) {
-        TORCH_CHECK_INDEX(ok, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
-      } else {
-        TORCH_CHECK(ok, name, "(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument.");
-      }
-    }
-    for (int64_t d = 0; d < nd; ++d)
-      TORCH_CHECK_INDEX(!red[size_t(d)] || self.size(d) > 0, name, "(): Expected reduction dim ", d,
-                  " to have non-zero size.");
-  }
-
-  std::vector<int64_t> oshape, kshape, kstride, rshape, rstride;
+  const int64_t nd = self.dim();
+  std::vector<int64_t> kshape, kstride, rshape, rstride;
   for (int64_t d = 0; d < nd; ++d) {
     if (red[size_t(d)]) {
-      if (keepdim) oshape.push_back(1);
       rshape.push_back(self.size(d));
       rstride.push_back(self.stride(d));
     } else {
-      oshape.push_back(self.size(d));
       kshape.push_back(self.size(d));
       kstride.push_back(self.stride(d));
     }
   }
-  at::Tensor result = at::empty(oshape, self.options().dtype(odt));
+  const Dest dest(result, kind, result.is_contiguous(), {&self});  // the node writes it densely
   if (result.numel() > 0) {
     at::Tensor in = self;
     Dims k = merged(kshape, kstride), r = merged(rshape, rstride);
@@ -153,8 +92,8 @@ void reduce(OpId id, Call& c, bool indices) {
     }
     n.args = args;
     TensorDesc& o = n.t[ReduceArgs::out];
-    o.addr = addr_of(result);
-    o.dtype = to_dtype(odt, info.name);
+    o.addr = addr_of(dest.t());
+    o.dtype = to_dtype(result.scalar_type(), info.name);
     o.ndim = uint8_t(k.sizes.size());
     int64_t st = 1;
     for (int i = o.ndim - 1; i >= 0; --i) {
@@ -176,37 +115,131 @@ void reduce(OpId id, Call& c, bool indices) {
     }
     record(n);
   }
-  ret_result(c, result);
+  dest.finish();
 }
+
+
+OutKind out_kind(const Call& c) { return c.out().defined() ? OutKind::out : OutKind::functional; }
+
+// values (sum, mean, amax, amin) or indices (argmax, argmin) of a reduction over some dims.
+// Shapes, dtypes and argument checks are torch's structured metas' (messages included); what
+// torch checks only in its CPU kernels is copied here, marked so.
+void reduce(OpId id, Call& c) {
+  const OpInfo& info = op_info(id);
+  const at::Tensor self = c.tensor("self");
+  const int64_t nd = self.dim();
+  const OutKind kind = out_kind(c);
+  std::optional<c10::ScalarType> dtype;
+  if (c.has("dtype")) dtype = c["dtype"].toScalarType();
+  const bool keepdim = c.has("keepdim") && c["keepdim"].toBool();
+  // The dims named (none, or an empty list, reduces all of them).
+  std::vector<int64_t> dims;
+  if (c.has("dim")) {
+    const c10::IValue& v = c["dim"];
+    dims = v.isInt() ? std::vector<int64_t>{v.toInt()} : v.toIntVector();
+  }
+  at::Tensor result;
+  if (id == OpId::sum) {
+    Structured<at::meta::structured_sum_dim_IntList> op(kind, c.out());
+    op.meta(self, c.has("dim") ? at::OptionalIntArrayRef(dims) : std::nullopt, keepdim, dtype);
+    result = op.out_;
+  } else if (id == OpId::mean) {
+    Structured<at::meta::structured_mean_dim> op(kind, c.out());
+    op.meta(self, c.has("dim") ? at::OptionalIntArrayRef(dims) : std::nullopt, keepdim, dtype);
+    result = op.out_;
+    // torch's CPU mean_out sums into the out tensor, then div_ raises for an integral one
+    TORCH_CHECK(!c10::isIntegralType(result.scalar_type(), true), "result type ",
+                c10::typeMetaToScalarType(c10::get_default_dtype()), " can't be cast to the desired output type ",
+                result.scalar_type());
+  } else if (id == OpId::amax || id == OpId::amin) {
+    if (c.schema.name() != "aten::amax" && c.schema.name() != "aten::amin")  // max(), min(): torch's CPU kernel
+      TORCH_CHECK(self.numel() > 0, id == OpId::amax ? "max" : "min",
+                  "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
+                  "with the 'dim' argument.");
+    if (id == OpId::amax) {
+      Structured<at::meta::structured_amax> op(kind, c.out());
+      op.meta(self, dims, keepdim);
+      result = op.out_;
+    } else {
+      Structured<at::meta::structured_amin> op(kind, c.out());
+      op.meta(self, dims, keepdim);
+      result = op.out_;
+    }
+  } else {
+    const std::optional<int64_t> dim = c.has("dim") ? std::optional<int64_t>(c["dim"].toInt()) : std::nullopt;
+    if (id == OpId::argmax) {
+      Structured<at::meta::structured_argmax> op(kind, c.out());
+      op.meta(self, dim, keepdim);
+      result = op.out_;
+    } else {
+      Structured<at::meta::structured_argmin> op(kind, c.out());
+      op.meta(self, dim, keepdim);
+      result = op.out_;
+    }
+    // torch's CPU kernel dispatches over all types but bool
+    TORCH_CHECK(self.scalar_type() != c10::ScalarType::Bool, "\"", info.name, "_cpu\" not implemented for 'Bool'");
+  }
+  // Which dims are reduced (the meta has checked them).
+  std::vector<bool> red(size_t(nd), dims.empty());
+  for (int64_t d : dims)
+    if (nd > 0) red[size_t(at::maybe_wrap_dim(d, nd))] = true;
+  run(id, self, red, result, kind);
+  c.ret(result);
+}
+
+// max.dim / min.dim (and their out= overloads) return (values, indices): torch's max.dim meta
+// checks and shapes both, then an amax/amin node and an argmax/argmin node (same NaN and
+// first-index rules, so the pair agrees with torch's single kernel).
+void extreme_dim(bool max, Call& c) {
+  const at::Tensor self = c.tensor("self");
+  const int64_t dim = c["dim"].toInt();
+  const bool keepdim = c["keepdim"].toBool();
+  const bool out = c.out().defined();  // max.dim_max(self, dim, keepdim, *, max, max_values)
+  const OutKind kind = out ? OutKind::out : OutKind::functional;
+  const at::Tensor vout = out ? c.arg(3).toTensor() : at::Tensor(), iout = out ? c.arg(4).toTensor() : at::Tensor();
+  at::Tensor values, indices;
+  if (max) {
+    Structured<at::meta::structured_max_dim> op(kind, vout, iout);
+    op.meta(self, dim, keepdim);
+    values = op.out_, indices = op.out1_;
+  } else {
+    Structured<at::meta::structured_min_dim> op(kind, vout, iout);
+    op.meta(self, dim, keepdim);
+    values = op.out_, indices = op.out1_;
+  }
+  std::vector<bool> red(size_t(self.dim()), false);
+  if (self.dim() > 0) red[size_t(at::maybe_wrap_dim(dim, self.dim()))] = true;
+  run(max ? OpId::amax : OpId::amin, self, red, values, kind);
+  // bool compares as uint8 (the argmax/argmin rows take no bool)
+  const at::Tensor in = self.scalar_type() == c10::ScalarType::Bool ? self.to(c10::ScalarType::Byte) : self;
+  run(max ? OpId::argmax : OpId::argmin, in, red, indices, kind);
+  c.ret(values, indices);
+}
+
+// A boxed kernel as the rows' (aten/registry.cpp): traced, devices checked as torch's wrappers do.
+struct ExtremeDimKernel final : c10::OperatorKernel {
+  ExtremeDimKernel(bool max, const char* overload)
+      : max(max), check(torch_checks_devices(overload)), method(std::string("aten::") + overload) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    if (tracing()) trace(op, Path::native);
+    if (check) check_devices(op, *stack, method.c_str());
+    OnDevice on(stack_device(op, *stack));
+    Call c(op, stack);
+    extreme_dim(max, c);
+  }
+  bool max, check;
+  std::string method;
+};
 
 }  // namespace
 
-void reduce_values(OpId id, Call& c) { reduce(id, c, false); }
-void reduce_indices(OpId id, Call& c) { reduce(id, c, true); }
-
-}  // namespace vkml::aten
-
-// max.dim / min.dim return (values, indices): the amax/amin and argmax/argmin rows, one node each
-// (same NaN and first-index rules, so the pair agrees with torch's single kernel).
-namespace vkml::aten {
-namespace {
-
-template <bool kMax>
-std::tuple<at::Tensor, at::Tensor> extreme_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  const char* name = kMax ? "max" : "min";
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK_INDEX(self.numel() > 0 || self.dim() == 0 || self.size(dim) > 0, name, "(): Expected reduction dim ",
-                    dim, " to have non-zero size.");
-  at::Tensor values = kMax ? at::amax(self, {dim}, keepdim) : at::amin(self, {dim}, keepdim);
-  at::Tensor indices = kMax ? at::argmax(self, dim, keepdim) : at::argmin(self, dim, keepdim);
-  return {values, indices};
-}
-
-}  // namespace
+void reduce_values(OpId id, Call& c) { reduce(id, c); }
+void reduce_indices(OpId id, Call& c) { reduce(id, c); }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  composite<extreme_dim<true>>(m, "max.dim", {"max.dim_max"});
-  composite<extreme_dim<false>>(m, "min.dim", {"min.dim_min"});
+  for (const char* name : {"max.dim", "max.dim_max", "min.dim", "min.dim_min"})
+    m.impl(name, torch::CppFunction::makeFromBoxedKernel(c10::BoxedKernel::makeFromFunctor(
+                     std::make_unique<ExtremeDimKernel>(name[1] == 'a', name))));
 }
 
 }  // namespace vkml::aten
