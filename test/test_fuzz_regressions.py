@@ -128,17 +128,17 @@ REGRESSIONS = [
     ("issue 7 finding 7: exp(-100) in float32 is a subnormal (3.8e-44) on the CPU and 0 on lavapipe; "
      "the bound now allows a flushed subnormal result",
      P("exp", "exp", "float32", [{"T": [3], "dt": "float32", "lay": ["c"], "v": ["const", -100.0]}])),
+    ("conv-padding-nonfinite: convolution_backward with padding and Inf/NaN operands: torch CPU's im2col "
+     "multiplies the padding's zeros like any other input (inf * 0 = NaN), vkml's direct kernels skipped "
+     "padding taps, so an Inf gradient stayed Inf where torch gives NaN (the kernels and the oracle now "
+     "multiply the zeros too: docs/convolution.md, \"Padding\")",
+     P("convolution_backward", "convolution_backward_overrideable", "float16", [], {})
+     | {"gen": [0, False, 1, [["c"]] * 8, 0.1]}),
 ]
 
 
 # (tag, why, params): found by the fuzzer, not fixed in this branch.
 OPEN_XFAIL = [
-    ("conv-padding-nonfinite", "convolution_backward with padding and Inf/NaN operands: torch CPU multiplies "
-                               "the padding's zeros like any other input (inf * 0 = NaN in its im2col), vkml's "
-                               "direct kernel skips padding taps, so an Inf gradient stays Inf where torch gives NaN "
-                               "(found once the fuzzer drew the conv family)",
-     P("convolution_backward", "convolution_backward_overrideable", "float16", [], {})
-     | {"gen": [0, False, 1, [["c"]] * 8, 0.1]}),
     ("norm-wide-values", "native_batch_norm (training) of an input with NaN and wide magnitudes (up to "
                          "float32's limits) in other channels: check mode finds a finite element of a NaN-free "
                          "channel 2.36 on the GPU against 12.94 in the oracle; native_layer_norm of such rows: NaN "
@@ -182,7 +182,6 @@ def _narrower_compute(p):
 KNOWN += [
     ("reduce-narrow-compute", lambda p, m: _reduce_check(p, m) and _narrower_compute(p)),
     ("oracle-f64-sum", lambda p, m: _reduce_check(p, m) and "from float64[" in m and "output 0 float64" in m),
-    ("conv-padding-nonfinite", lambda p, m: p["row"] == "convolution_backward" and "NaN mismatch" in m),
     ("norm-wide-values", lambda p, m: table_row(p["row"])["family"] == "norm" and bool(p.get("gen"))
      and p["gen"][4] > 0 and ("vkml check failed" in m or "NaN mismatch" in m or "outside" in m)),
 ]
