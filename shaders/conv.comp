@@ -1,6 +1,7 @@
 // variants: f32 f64 i64
 // Direct convolution, one invocation per result element (roles as in shaders/conv.h):
 //   OP_CONV_SMALL  S[n,a,o] = bias[a] + sum over b in a's group, k of B[n, b, o*stride - pad + k*dil] * W[a, b%C1, k]
+//                  (every k: B is 0 in the padding)
 //   OP_CONV_BIG    B[n,b,i] = bias[b] + sum over a in b's group, k with i = o*stride - pad + k*dil of S[n,a,o] * W[a, b%C1, k]
 // Each sum runs in a fixed order (channels, then kernel positions), so results are deterministic.
 // The i64 variant (integer dtypes, forward only) wraps, exact modulo the result's width.
@@ -59,18 +60,20 @@ void main() {
     split(e, c0, ps, n, a, o);
     const int grp = a / cg0;
     const ivec3 i0 = o * st - pad;  // B position of k = 0
+    // A tap in the padding reads a zero and still multiplies it (0 * inf = NaN), as torch CPU's
+    // im2col does (docs/convolution.md, "Padding").
     for (int bl = 0; bl < c1; ++bl) {
       const int b = grp * c1 + bl;
       for (int k0 = 0; k0 < ks.x; ++k0) {
         const int ix = i0.x + k0 * dil.x;
-        if (uint(ix) >= uint(pb.x)) continue;
+        const bool inx = uint(ix) < uint(pb.x);
         for (int k1 = 0; k1 < ks.y; ++k1) {
           const int iy = i0.y + k1 * dil.y;
-          if (uint(iy) >= uint(pb.y)) continue;
+          const bool iny = inx && uint(iy) < uint(pb.y);
           for (int k2 = 0; k2 < ks.z; ++k2) {
             const int iz = i0.z + k2 * dil.z;
-            if (uint(iz) >= uint(pb.z)) continue;
-            T x = load_T(pc.b + uint64_t(at5(stb, n, b, ivec3(ix, iy, iz))) * eb, dtb);
+            T x = T(0);
+            if (iny && uint(iz) < uint(pb.z)) x = load_T(pc.b + uint64_t(at5(stb, n, b, ivec3(ix, iy, iz))) * eb, dtb);
             T w = load_T(pc.w + uint64_t(at5(stw, a, bl, ivec3(k0, k1, k2))) * ew, dtw);
             acc += x * w;
           }

@@ -2,6 +2,7 @@
 // Convolution gradients that sum over batch and space, one workgroup per result element (roles as
 // in shaders/conv.h):
 //   OP_CONV_WEIGHT  W[a,bl,k] = sum over n, o of S[n,a,o] * B[n, grp(a)*C1 + bl, o*stride - pad + k*dil]
+//                   (every o: B is 0 in the padding)
 //   OP_CONV_BIAS    bias[c]   = sum over n, o of S[n,c,o]
 // Invocation t takes terms t, t + 128, t + 256, ... in order; the 128 partial sums are then added
 // by a fixed tree in shared memory. With few terms per element (CONV_SEQUENTIAL) one invocation
@@ -60,10 +61,11 @@ void main() {
     o.y = int(rem % uint(ps.y));
     o.x = int(rem / uint(ps.y));
     T x = T(1);
-    if (OP == OP_CONV_WEIGHT) {
+    if (OP == OP_CONV_WEIGHT) {  // a position in the padding is a zero that still multiplies (inf * 0 = NaN)
       const ivec3 i = o * st + koff;
-      if (uint(i.x) >= uint(pb.x) || uint(i.y) >= uint(pb.y) || uint(i.z) >= uint(pb.z)) continue;
-      x = load_T(pc.b + uint64_t(at5(stb, n, b, i)) * eb, dtb);
+      x = T(0);
+      if (uint(i.x) < uint(pb.x) && uint(i.y) < uint(pb.y) && uint(i.z) < uint(pb.z))
+        x = load_T(pc.b + uint64_t(at5(stb, n, b, i)) * eb, dtb);
     }
     T y = load_T(pc.s + uint64_t(at5(sts, n, a, o)) * es, dts);
     acc += OP == OP_CONV_WEIGHT ? y * x : y;

@@ -125,10 +125,14 @@ void forward(uint g, uint R) {
       }
     T t1, t2;
     acc_total(t1, t2);
+    // The squares overflowed (an |x - m0| or their sum past the type's range): the variance is
+    // infinite and rstd 0, as torch CPU's batch norm gives it, and the mean stays m0 (the
+    // correction would be inf - inf). t1 * (t1 / R): t1^2 alone may overflow where t2 does not.
+    const bool over = is_inf(t2);
     // A non-finite m0 (an infinity in the group): layer / group norm's mean is NaN as torch's
     // Welford update makes it (inf - inf), batch norm's the plain sum's (inf), as on torch's CPU.
-    mean = per_channel && (is_inf(m0) || is_nan(m0)) ? m0 : m0 + t1 / T(R);
-    T ss = t2 - t1 * t1 / T(R);  // R * biased variance
+    mean = is_inf(m0) || is_nan(m0) ? (per_channel ? m0 : nan_T()) : over ? m0 : m0 + t1 / T(R);
+    T ss = over ? inf_T() : t2 - t1 * (t1 / T(R));  // R * biased variance
     if (ss < T(0)) ss = T(0);     // rounding; NaN stays NaN (GLSL's max would drop it)
     const T var = ss / T(R);
     // batch norm's invstd is 0 for a zero variance with eps 0 (torch's InvStd)

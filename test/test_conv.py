@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from families.conv import cpu_native
 from helpers import DEV, NARROW, assert_close_row, assert_exact, check_mode, row, stats
 
 FWD, BWD = row("convolution"), row("convolution_backward")
@@ -253,6 +254,56 @@ def test_cnn_sgd_steps(check):
     for i, (a, b, c) in enumerate(zip(lv, lc, l64)):
         assert abs(a - c) <= 4 * abs(b - c) + 16 * eps * abs(c), f"step {i} loss {a} vs cpu {b} vs f64 {c}"
     assert lv[-1] < lv[0], f"loss did not decrease: {lv}"
+
+
+# Cases with padding: a kernel tap may land in it
+PAD_CASES = [c for c in CASES if c[5].get("padding") not in (None, 0, "valid")]
+
+
+def _native(fn, *args, **kw):
+    """fn by torch CPU's own kernels (im2col and GEMM): oneDNN, which torch picks for some float32
+    and bfloat16 shapes, skips padding taps instead, and NNPACK spreads an infinity everywhere."""
+    return cpu_native(fn)(*args, **kw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", PAD_CASES, ids=[c[0] for c in PAD_CASES])
+def test_padding_taps_multiply_zero(case, dtype):
+    """A kernel tap in the padding multiplies a zero like any other input (docs/convolution.md,
+    "Padding"): an infinite weight gives NaN (inf * 0) in the forward's border outputs, an
+    infinite gradient in the weight gradient, and for a transposed convolution the same in its
+    input and weight gradients, exactly where torch CPU's im2col gives NaN. One infinity at a time
+    (a weight, an input, a gradient element), forward and every gradient, lazily and in check mode,
+    against float64 CPU autograd."""
+    name, fn, xs, ws, bias, kw, tr = case
+    x, w = _rand(xs, dtype, 1), _rand(ws, dtype, 2)
+    b = _rand((ws[1] * kw.get("groups", 1) if tr else ws[0],), dtype, 3) if bias else None
+    g = _rand(tuple(fn(x.double(), w.double(), None, **kw).shape), dtype, 4)
+    small = xs if tr else tuple(g.shape)
+    terms = [_terms(ws, kw, tr), _terms(ws, kw, not tr), small[0] * math.prod(small[2:])]
+    nans = 0
+    for which in ("weight", "input", "grad"):
+        xi, wi, gi = x.clone(), w.clone(), g.clone()
+        {"weight": wi, "input": xi, "grad": gi}[which].view(-1)[0] = math.inf  # a corner tap / element
+        leaves = [t.double().clone().requires_grad_() for t in (xi, wi)]
+        y = _native(fn, *leaves, None if b is None else b.double(), **kw)
+        _native(y.backward, gi.double())
+        ref = [y.detach(), leaves[0].grad, leaves[1].grad]
+        sx, sw = [t.double().abs().clone().requires_grad_() for t in (xi, wi)]
+        ys = _native(fn, sx, sw, _abs64(b), **kw)
+        _native(ys.backward, gi.double().abs())
+        scales = [ys.detach(), sx.grad, sw.grad]
+        nans += sum(int(r.isnan().sum()) for r in ref)
+        for mode in (contextlib.nullcontext, check_mode):
+            with mode():
+                dev = [t.to(DEV).detach().requires_grad_() for t in (xi, wi)]
+                yd = fn(*dev, None if b is None else b.to(DEV), **kw)
+                yd.backward(gi.to(DEV))
+                got = [yd.detach().cpu(), dev[0].grad.cpu(), dev[1].grad.cpu()]
+            for what, gv, rv, sc, n in zip(("output", "d input", "d weight"), got, ref, scales, terms):
+                assert_close_row(FWD if what == "output" else BWD, gv, rv.to(dtype), sc, n,
+                                 what=f"{name}, inf {which}, {mode.__name__}: {what}")
+    assert nans, "no padding tap met an infinity: the case proves nothing"
 
 
 def test_deterministic():

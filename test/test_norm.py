@@ -597,3 +597,47 @@ def test_small_model_trains(check):
 def contextlib_null():
     import contextlib
     return contextlib.nullcontext()
+
+
+# ---- variances past the compute type's range (docs/normalization.md, "Overflow") -------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+def test_batch_norm_variance_overflow_as_torch(dtype):
+    """A squared deviation past the compute type's range makes the variance infinite: rstd 0 and
+    y = bias, as torch CPU's batch norm gives (found by the fuzzer: the oracle kept the exact,
+    finite variance and check mode failed the GPU's right answer); the other channel is normal."""
+    sq = 1.9e19 if dtype != torch.float64 else 1.4e154  # just above sqrt(max) of the compute type
+    x = torch.ones((2, 2, 2, 2), dtype=torch.float64)
+    x[:, 1] = torch.arange(8, dtype=torch.float64).reshape(2, 2, 2)
+    x[0, 0, 0, 0] = sq * 4
+    x = x.to(dtype)
+    w, b = torch.tensor([1.5, 2.0], dtype=dtype), torch.tensor([0.25, -1.0], dtype=dtype)
+    rm, rv = torch.zeros(2, dtype=dtype), torch.ones(2, dtype=dtype)
+    rv_ref = rv.clone()
+    ref = A.native_batch_norm(x, w, b, rm.clone(), rv_ref, True, 0.1, 1e-5)
+    assert ref[2][0] == 0 and ref[2][1] > 0  # torch: rstd 0 for the overflowing channel
+    for check in (False, True):
+        with check_mode() if check else torch.no_grad():
+            rmd, rvd = rm.to(DEV), rv.to(DEV)
+            got = [t.cpu() for t in A.native_batch_norm(x.to(DEV), w.to(DEV), b.to(DEV), rmd, rvd, True, 0.1, 1e-5)]
+        assert_exact(got[2][:1], ref[2][:1], what=f"rstd (check={check})")
+        assert_exact(got[0][:, 0], ref[0][:, 0], what=f"y of the overflowing channel (check={check})")
+        assert_exact(rvd.cpu()[:1], rv_ref[:1], what=f"running variance (check={check})")  # inf on both
+        assert (got[0][:, 1] - ref[0][:, 1]).abs().max() < 0.05, "the normal channel"
+        assert abs(float(got[1][0]) - float(ref[1][0])) <= 1e-2 * abs(float(ref[1][0]))
+
+
+def test_layer_norm_variance_overflow():
+    """Rows whose squared deviations overflow float32: vkml's rstd is 0 and y = bias (the rule batch
+    norm follows on torch CPU), lazily and in check mode (the oracle agrees). torch CPU's own layer
+    norm gives NaN or 0 here depending on the row length and the CPU's vector width (its Welford
+    merge multiplies an overflowed square by a zero count), so it is no reference for these rows."""
+    x = torch.ones((3, 9))
+    x[0, 0], x[1, -1], x[2, :2] = 1e20, 3e38, torch.tensor([1e30, -1e30])
+    w, b = torch.linspace(0.5, 2, 9), torch.linspace(-1, 1, 9)
+    for check in (False, True):
+        with check_mode() if check else torch.no_grad():
+            y, mean, rstd = [t.cpu() for t in A.native_layer_norm(x.to(DEV), [9], w.to(DEV), b.to(DEV), 1e-5)]
+        assert_exact(rstd.flatten(), torch.zeros(3), what=f"rstd (check={check})")
+        assert_exact(y, b.expand(3, 9), what=f"y (check={check})")
+        assert torch.allclose(mean.flatten()[:2], x[:2].double().mean(1).float(), rtol=1e-5)

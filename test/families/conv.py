@@ -3,8 +3,12 @@ convolution_backward_overrideable, run by test_ops.py on the CPU, on vkml and un
 
 torch CPU has no kernel for the *_overrideable ops themselves (they are the PrivateUse1 hook of
 its convolution), so each case names its CPU reference: aten.convolution and
-aten.convolution_backward with the same arguments. The backward-error scale of every result is the
-same op on the absolute values in float64 (each result is linear in each operand, so that is the
+aten.convolution_backward with the same arguments. The reference runs with oneDNN and NNPACK off: torch
+CPU's own kernels (im2col and a GEMM) multiply the padding's zeros like any other input, so 0 * inf
+is NaN there, as on vkml, while oneDNN (which torch picks for some float32 and bfloat16 shapes)
+skips padding taps and NNPACK's transforms spread an infinity over the whole output
+(docs/convolution.md, "Padding"); for finite values the paths differ only by rounding. The
+backward-error scale of every result is the same op on the absolute values in float64 (each result is linear in each operand, so that is the
 sum of the magnitudes of its terms); n bounds the terms behind one element.
 """
 import math
@@ -14,6 +18,25 @@ import torch
 from op_cases import Case, In, rand, special_values
 
 A = torch.ops.aten
+
+
+def cpu_native(fn):
+    """fn run by torch CPU's own convolution kernels (no oneDNN, no NNPACK): see the docstring.
+    (torch.backends.mkldnn.flags() would also reset oneDNN's TF32 setting, with a warning.)"""
+    def run(*args, **kwargs):
+        was = torch._C._get_mkldnn_enabled(), torch._C._get_nnpack_enabled()
+        torch._C._set_mkldnn_enabled(False)
+        torch._C._set_nnpack_enabled(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch._C._set_mkldnn_enabled(was[0])
+            torch._C._set_nnpack_enabled(was[1])
+    return run
+
+
+_CONV = cpu_native(A.convolution.default)
+_CONV_BWD = cpu_native(A.convolution_backward.default)
 
 # (description, input shape, weight shape, bias, stride, padding, dilation, transposed,
 #  output_padding, groups, input view, weight view)
@@ -86,14 +109,14 @@ def gen_conv(row, overload, dtype, rng, special):
     # a bad argument: both raise (torch's own check, message and type)
     bad = [In(rand((1, 4, 5, 5), dtype, rng)), In(rand((6, 4, 3, 3), dtype, rng)), None, [1, 1], [0, 0], [1, 1],
            False, [0, 0], 3]
-    cases.append(Case("groups 3 with 4 input channels (error)", bad, ref=A.convolution.default))
+    cases.append(Case("groups 3 with 4 input channels (error)", bad, ref=_CONV))
     return cases
 
 
 def _fwd_case(desc, args, n):
     def scale(x):
         return [(A.convolution.default(_abs(x[0]), _abs(x[1]), _abs(x[2]), *x[3:]), n)]
-    return Case(desc, args, scale=scale, ref=A.convolution.default)
+    return Case(desc, args, scale=scale, ref=_CONV)
 
 
 def gen_conv_bwd(row, overload, dtype, rng, special):
@@ -125,7 +148,7 @@ def gen_conv_bwd(row, overload, dtype, rng, special):
             return [(gi, n_in), (gw, n_w), (gb, n_b)]
 
         def ref(gy, x, w, st, pad, dil, tr, op, g, mask, c_out=c_out):
-            return A.convolution_backward.default(gy, x, w, [c_out], st, pad, dil, tr, op, g, mask)
+            return _CONV_BWD(gy, x, w, [c_out], st, pad, dil, tr, op, g, mask)
         cases.append(Case(desc, args, scale=scale, ref=ref))
     return cases
 

@@ -1,7 +1,9 @@
 // conv: every pass of the family as one enumeration of its relation (graph/families/conv.h). For
-// each (n, a, o, bl, k) whose big-side position o * stride - padding + k * dilation lies inside B,
-// the product of the two given tensors' elements is added to the computed tensor's element (the
-// bias gradient sums its operand per channel). This scatters where the shaders gather, so an
+// each (n, a, o, bl, k), the product of the two given tensors' elements is added to the computed
+// tensor's element (the bias gradient sums its operand per channel). The big-side position
+// o * stride - padding + k * dilation may lie in the padding: B is zero there when it is read
+// (to_small, to_weight: the zero is still multiplied, so 0 * inf is NaN, as in torch CPU's
+// im2col), and no term when B is the result (to_big). This scatters where the shaders gather, so an
 // index mistake on either side shows. Floats accumulate in double, rounded once to the result's
 // dtype; the scale of the backward-error bound is the sum of the terms' magnitudes (bias
 // included). Integers accumulate in wrapping 64-bit arithmetic, which is exact modulo the
@@ -100,12 +102,15 @@ Result<void> run(const Node& n, std::vector<double>* scale) {
                         q[i] = o[i] * st[i] - pad[i] + k[i] * dil[i];
                         inside = inside && q[i] >= 0 && q[i] < B.n[2 + i];
                       }
-                      if (!inside) continue;
+                      // B is written by to_big: a position outside it is no term. Read, it is
+                      // zero in the padding, and the zero is multiplied (0 * inf = NaN)
+                      if (!inside && args.pass == A::to_big) continue;
+                      const V x = args.pass == A::to_big || !inside ? V(0) : B.get<V>(b, c, q);
                       V v;
                       int64_t e;
-                      if (args.pass == A::to_small) v = B.get<V>(b, c, q) * W.get<V>(a, bl, k), e = S.lin(b, a, o);
+                      if (args.pass == A::to_small) v = x * W.get<V>(a, bl, k), e = S.lin(b, a, o);
                       else if (args.pass == A::to_big) v = S.get<V>(b, a, o) * W.get<V>(a, bl, k), e = B.lin(b, c, q);
-                      else v = S.get<V>(b, a, o) * B.get<V>(b, c, q), e = W.lin(a, bl, k);
+                      else v = S.get<V>(b, a, o) * x, e = W.lin(a, bl, k);
                       acc[size_t(e)] += v;
                       if constexpr (kFloat) mag[size_t(e)] += std::fabs(v);
                     }

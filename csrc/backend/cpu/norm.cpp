@@ -71,6 +71,9 @@ struct Scales {
 LD rsqrt_l(LD v) { return 1 / std::sqrt(v); }  // 0 -> inf, negative -> NaN
 
 void forward(const Node& n, const Geo& g, double e, Scales& sc) {
+  // where a result of the compute type rounds to infinity (the largest finite value plus half
+  // its ulp): the GPU's sums and squares overflow there (see below)
+  const LD top = e < 1e-10 ? std::ldexp(LD(1), 1024) - std::ldexp(LD(1), 970) : std::ldexp(LD(1), 128) - std::ldexp(LD(1), 103);
   const NormArgs& a = n.as<NormArgs>();
   const int64_t R = g.size();
   std::vector<LD> xs(static_cast<size_t>(R));
@@ -92,17 +95,28 @@ void forward(const Node& n, const Geo& g, double e, Scales& sc) {
         asum += std::fabs(xs[size_t(r)]);
       }
       mu = sum / LD(R);
+      // The GPU's first sum overflows where the total passes the compute type's range.
+      if (std::fabs(sum) >= top) mu = sum > 0 ? LD(INFINITY) : LD(-INFINITY);
       // torch's layer / group norm (Welford) make the mean of a group holding an infinity NaN
       // (inf - inf); its batch norm keeps the plain sum's inf
-      if (!g.per_channel && !std::isfinite(double(asum))) mu = LD(NAN);
+      if (!g.per_channel && (!std::isfinite(double(asum)) || !std::isfinite(double(mu)))) mu = LD(NAN);
+      // Squares past the compute type's range (one (x - mean)^2, or their sum) make the variance
+      // infinite and rstd 0, as torch CPU's batch norm and the GPU have it (docs/normalization.md).
       LD ss = 0;
-      for (LD x : xs) ss += (x - mu) * (x - mu);
+      bool over = false;
+      for (LD x : xs) {
+        const LD d2 = (x - mu) * (x - mu);
+        over = over || d2 >= top;
+        ss += d2;
+      }
+      if ((over || ss >= top) && !std::isnan(ss)) ss = LD(INFINITY);
       const LD var = ss / LD(R);
       st = nb::Group{LD(R), mu, var, asum / LD(R)};
       rstd = g.per_channel && var == 0 && a.eps == 0 ? LD(0) : rsqrt_l(var + LD(a.eps));
-      mean_err = nb::e_mean(st, e);
+      // with the variance overflowed the GPU's mean is its first pass's, uncorrected
+      mean_err = std::isinf(var) ? nb::delta(st, e) : nb::e_mean(st, e);
       const double var_err = nb::e_var(st, e);
-      rstd_err = nb::e_rstd(double(rstd), var_err, double(var + LD(a.eps)), e);
+      rstd_err = std::isinf(var) ? 0.0 : nb::e_rstd(double(rstd), var_err, double(var + LD(a.eps)), e);
       put1(n.t[F::mean], grp, mu);
       put1(n.t[F::rstd], grp, rstd);
       sc.set1(F::mean, grp, mean_err / e);

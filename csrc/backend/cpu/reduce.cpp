@@ -1,11 +1,19 @@
 // Reductions (sum, mean, amax, amin, argmax, argmin). Input `in` lists the kept dims (ReduceArgs) first,
 // then the reduced dims, so element (k, r) is row-major index k * n_red + r of t[1]. Output t[0]
-// holds the kept elements in row-major order. Float types accumulate in double, integers and bool
-// in int64 (wrapping), and the result is rounded once to the output dtype.
+// holds the kept elements in row-major order. Float sums are compensated sums in double (exact as
+// far as the result can tell: reduce_sum.h), integers and bool accumulate in int64 (wrapping),
+// and the result is rounded once to the output dtype.
+//
+// Each term is the input element as torch CPU converts it before summing, where the op computes
+// in a narrower dtype than its input (sum(x, dtype=), an out= of another dtype): sum rounds it to
+// the compute dtype (float64 -> float16 through float, as c10::Half does: 70000 becomes inf),
+// mean to float32 for a float16 or bfloat16 compute dtype (torch's mean sums those in float32
+// and rounds the quotient) and to the compute dtype otherwise.
 #include <cmath>
 
 #include "backend/cpu/access.h"
 #include "backend/cpu/reduce.h"
+#include "backend/cpu/reduce_sum.h"
 
 namespace vkml::cpu {
 namespace {
@@ -15,23 +23,47 @@ template <class T> bool nan_of(T v) {
   else return false;
 }
 
+// The dtype a float sum's terms are rounded to first (see the top), or f64 for none.
+DType term_dtype(OpId op, DType compute, DType in) {
+  if (!is_float(compute) || compute == DType::f64) return DType::f64;
+  if (op == OpId::mean && (compute == DType::f16 || compute == DType::bf16)) return DType::f32;
+  return compute == in ? DType::f64 : compute;
+}
+
+// Element p of dtype `in` as a term of dtype `term` (f64: as it is).
+double term_of(const uint8_t* p, DType in, DType term) {
+  if (term == DType::f64) return load<double>(p, in);
+  const float f = load<float>(p, in);  // integers convert to float directly, float64 rounds once
+  if (term == DType::f32) return f;
+  uint8_t b[2];
+  store<float>(b, term, f);
+  return load<double>(b, term);
+}
+
 // sum / mean / amax / amin of one kept element; T = double or int64_t.
 template <class T>
-T reduce_one(OpId op, const TensorDesc& in, int64_t base, int64_t n_red, double* abs_sum) {
+T reduce_one(OpId op, DType term, const TensorDesc& in, int64_t base, int64_t n_red, double* abs_sum) {
   T acc = T(0);
+  ExactSum sum;
   double asum = 0;
+  const bool is_sum = op == OpId::sum || op == OpId::mean;
   for (int64_t r = 0; r < n_red; ++r) {
-    T v = load<T>(at(in, offset_of(in, base + r)), in.dtype);
+    const uint8_t* p = at(in, offset_of(in, base + r));
+    T v;
+    if constexpr (std::is_same_v<T, double>) v = is_sum ? term_of(p, in.dtype, term) : load<T>(p, in.dtype);
+    else v = load<T>(p, in.dtype);
     asum += std::fabs(double(v));
-    if (op == OpId::sum || op == OpId::mean) {
+    if (is_sum) {
       if constexpr (std::is_same_v<T, int64_t>) acc = T(uint64_t(acc) + uint64_t(v));
-      else acc += v;
+      else sum.add(v);
     } else if (r == 0) {
       acc = v;
     } else if (!nan_of(acc) && (nan_of(v) || (op == OpId::amax ? v > acc : v < acc))) {
       acc = v;  // NaN propagates: once acc is NaN it stays
     }
   }
+  if constexpr (std::is_same_v<T, double>)
+    if (is_sum) acc = sum.value();
   if (op == OpId::mean) {
     if constexpr (std::is_same_v<T, double>) acc = acc / double(n_red);  // n == 0: 0/0 = NaN
     asum /= double(n_red);
@@ -65,7 +97,7 @@ void run(const Node& n, int64_t n_kept, int64_t n_red, std::vector<double>* scal
       continue;
     }
     double asum = 0;
-    store<T>(o, out.dtype, reduce_one<T>(n.op, in, k * n_red, n_red, &asum));
+    store<T>(o, out.dtype, reduce_one<T>(n.op, term_dtype(n.op, n.compute, in.dtype), in, k * n_red, n_red, &asum));
     if (scale) (*scale)[size_t(k)] = asum;
   }
 }

@@ -1,5 +1,5 @@
-// Softmax family over rows of length D in an [outer, D, inner] view, computed in double and rounded
-// once to the output dtype. Each row is read whole before it is written, so outputs may alias inputs.
+// Softmax family over rows of length D in an [outer, D, inner] view, computed in double (the row
+// sums compensated: reduce_sum.h) and rounded once to the output dtype. Each row is read whole before it is written, so outputs may alias inputs.
 //   log_softmax      out = x - max - log(sum exp(x - max))
 //   softmax          out = exp(x - max) / sum exp(x - max)
 //   log_softmax_bwd  gin = gout - exp(out) * sum(gout)
@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "backend/cpu/access.h"
+#include "backend/cpu/reduce_sum.h"
 #include "backend/cpu/softmax.h"
 
 namespace vkml::cpu {
@@ -33,8 +34,9 @@ void forward_row(bool log_sm, const double* x, int64_t D, double* y, double* sc)
     amax = std::fmax(amax, std::fabs(x[j]));
   }
   if (nan) m = NAN;
-  double s = 0;
-  for (int64_t j = 0; j < D; ++j) s += std::exp(x[j] - m);
+  ExactSum es;
+  for (int64_t j = 0; j < D; ++j) es.add(std::exp(x[j] - m));
+  const double s = es.value();
   for (int64_t j = 0; j < D; ++j) {
     y[j] = log_sm ? x[j] - m - std::log(s) : std::exp(x[j] - m) / s;
     sc[j] = amax + std::log(double(D));
@@ -51,11 +53,13 @@ void forward_row(bool log_sm, const double* x, int64_t D, double* y, double* sc)
 //                    products gout_k * out_k may be flushed (check mode allows for the sums)
 // flush: the scale of an absolute error of one smallest normal (cpu/access.h abs_as_scale).
 void backward_row(bool log_sm, const double* g, const double* y, int64_t D, double flush, double* gi, double* sc) {
-  double s = 0, sa = 0;
+  ExactSum es;
+  double sa = 0;
   for (int64_t j = 0; j < D; ++j) {
-    s += log_sm ? g[j] : g[j] * y[j];
+    es.add(log_sm ? g[j] : g[j] * y[j]);
     sa += std::fabs(log_sm ? g[j] : g[j] * y[j]);
   }
+  const double s = es.value();
   for (int64_t j = 0; j < D; ++j) {
     if (log_sm) {
       gi[j] = g[j] - std::exp(y[j]) * s;
