@@ -19,6 +19,7 @@
 #include "aten/common.h"
 #include "aten/devices.h"
 #include "aten/kernels.h"
+#include "aten/structured.h"  // VKML_DIMNAMES (torch 2.11)
 #include "util/half.h"
 
 namespace vkml::aten {
@@ -204,8 +205,19 @@ at::Tensor out_of(Call& c) { return c.inplace() ? c.tensor("self") : c.out(); }
 // An output that was given (out=, in place) is resized as at::TensorIterator resizes it.
 struct Iter final : at::TensorIteratorBase {
   const at::Tensor& maybe_get_output(int64_t i) override { return output(i); }
+  // torch 2.13's signature; torch 2.11 adds dimension names (aten/structured.h says more).
+  // Declared without `override`: the one matching the installed torch overrides.
   void set_output_raw_strided(int64_t i, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                              c10::TensorOptions options) override {
+                              c10::TensorOptions options) {
+    set(i, sizes, strides, options);
+  }
+#ifdef VKML_DIMNAMES
+  void set_output_raw_strided(int64_t i, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                              c10::TensorOptions options, at::DimnameList) {
+    set(i, sizes, strides, options);
+  }
+#endif
+  void set(int64_t i, c10::IntArrayRef sizes, c10::IntArrayRef strides, const c10::TensorOptions& options) {
     auto& op = operands_[size_t(i)];
     if (!op.tensor_base().defined()) {
       op.tensor(c10::MaybeOwned<at::TensorBase>::owned(allocate(sizes, strides, options)));
