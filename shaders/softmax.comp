@@ -4,7 +4,6 @@
 // max-subtracted; fixed-order tree sums.
 #version 460
 #define PC_SOFTMAX
-#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x = 128) in;
@@ -40,42 +39,6 @@ void put_pair(uint64_t j, T a, T b) {
 }
 T pair_a(uint64_t j) { return load_T(pair_at(j), DT_PARTIAL); }
 T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
-
-// A tile: kTile = 4096 elements of a row from t0, as 8 blocks of 128 x 4; invocation tid holds
-// elements 4 (u * 128 + tid) + j (u < 8, j < 4) as x[4 u + j]. Sums run in this order on both
-// paths, so they give the same bytes. SOFTMAX_DENSE (lower_softmax.cpp: the row is dense and
-// aligned): a block is one 16-, 8- or 4-byte load or store (ld_block4); otherwise element by element.
-const uint kTile = 4096u;
-#define NV 32
-bool in_tile(uint t0, uint k, uint hi) { return t0 + (k >> 2) * 512u + 4u * gl_LocalInvocationID.x + (k & 3u) < hi; }
-void load_tile(uint64_t b, int64_t step, uint dt, uint t0, uint hi, out T x[NV]) {
-  uint sz = dsize(dt);
-  [[unroll]] for (uint u = 0u; u < 8u; ++u) {
-    uint r = t0 + u * 512u + 4u * gl_LocalInvocationID.x;
-    if ((pc.flags & SOFTMAX_DENSE) != 0u && r + 4u <= hi) {
-      uint64_t e[4];
-      ld_block4(b + uint64_t(r) * sz, sz, e);
-      [[unroll]] for (uint j = 0u; j < 4u; ++j) x[4u * u + j] = bits_to_T(e[j], dt);
-    } else {
-      [[unroll]] for (uint j = 0u; j < 4u; ++j)
-        x[4u * u + j] = r + j < hi ? load_T(b + uint64_t(int64_t(r + j) * step), dt) : T(0);
-    }
-  }
-}
-void store_tile(uint64_t b, int64_t step, uint dt, uint t0, uint hi, T x[NV]) {
-  uint sz = dsize(dt);
-  [[unroll]] for (uint u = 0u; u < 8u; ++u) {
-    uint r = t0 + u * 512u + 4u * gl_LocalInvocationID.x;
-    if ((pc.flags & SOFTMAX_DENSE) != 0u && r + 4u <= hi) {
-      uint64_t e[4];
-      [[unroll]] for (uint j = 0u; j < 4u; ++j) e[j] = T_to_bits(x[4u * u + j], dt);
-      st_block4(b + uint64_t(r) * sz, sz, e);
-    } else {
-      [[unroll]] for (uint j = 0u; j < 4u; ++j)
-        if (r + j < hi) store_T(b + uint64_t(int64_t(r + j) * step), dt, x[4u * u + j]);
-    }
-  }
-}
 
 void main() {
   const uint64_t nrows = uint64_t(pc.outer) * uint64_t(pc.inner);
@@ -116,10 +79,6 @@ void main() {
     return;
   }
 
-  // Tiles of kTile elements (load_tile); a row that fits one tile is read once, into registers.
-  const uint ntiles = (hi - lo + kTile - 1u) / kTile;  // hi - lo <= 65536
-  const bool cached = ntiles == 1u && pc.pass != 3u;
-  T x[NV];
   if (fwd) {
     T m, s;
     if (pc.pass == 3u) {
@@ -127,18 +86,10 @@ void main() {
       s = pair_b(row_pair);
     } else {
       m = -inf_T();
-      for (uint t = 0u; t < ntiles; ++t) {
-        uint t0 = lo + t * kTile;
-        load_tile(b1, d1, dt1, t0, hi, x);
-        [[unroll]] for (uint k = 0u; k < NV; ++k) if (in_tile(t0, k, hi)) m = max_nan(m, x[k]);
-      }
+      for (uint d = lo + tid; d < hi; d += 128u) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
       m = group_reduce(m, true);
       s = T(0);
-      for (uint t = 0u; t < ntiles; ++t) {
-        uint t0 = lo + t * kTile;
-        if (!cached) load_tile(b1, d1, dt1, t0, hi, x);
-        [[unroll]] for (uint k = 0u; k < NV; ++k) if (in_tile(t0, k, hi)) s += exp_T(x[k] - m);
-      }
+      for (uint d = lo + tid; d < hi; d += 128u) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
       s = group_reduce(s, false);
       if (pc.pass == 1u) {
         if (tid == 0u) put_pair(gi, m, s);
@@ -146,28 +97,20 @@ void main() {
       }
     }
     T ls = log_T(s), inv = T(1) / s;
-    for (uint t = 0u; t < ntiles; ++t) {
-      uint t0 = lo + t * kTile;
-      if (!cached) load_tile(b1, d1, dt1, t0, hi, x);
-      [[unroll]] for (uint k = 0u; k < NV; ++k) {
-        T v = x[k] - m;
-        x[k] = OP == OP_LOG_SOFTMAX ? v - ls : exp_T(v) * inv;
-      }
-      store_tile(b0, d0, dt0, t0, hi, x);
+    for (uint d = lo + tid; d < hi; d += 128u) {
+      T x = load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m;
+      store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
     }
   } else {  // OP_LOG_SOFTMAX_BWD, OP_SOFTMAX_BWD: t1 = grad_out, t2 = forward output
     bool lsm = OP == OP_LOG_SOFTMAX_BWD;
-    T y[NV];
     T s;
     if (pc.pass == 3u) {
       s = pair_b(row_pair);  // pass 2 stores (max, sum): the sum
     } else {
       s = T(0);
-      for (uint t = 0u; t < ntiles; ++t) {
-        uint t0 = lo + t * kTile;
-        load_tile(b1, d1, dt1, t0, hi, x);
-        if (!lsm) load_tile(b2, d2, dt2, t0, hi, y);
-        [[unroll]] for (uint k = 0u; k < NV; ++k) if (in_tile(t0, k, hi)) s += lsm ? x[k] : x[k] * y[k];
+      for (uint d = lo + tid; d < hi; d += 128u) {
+        T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
+        s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
       }
       s = group_reduce(s, false);
       if (pc.pass == 1u) {
@@ -175,12 +118,10 @@ void main() {
         return;
       }
     }
-    for (uint t = 0u; t < ntiles; ++t) {
-      uint t0 = lo + t * kTile;
-      if (!cached) load_tile(b1, d1, dt1, t0, hi, x);
-      if (!cached || lsm) load_tile(b2, d2, dt2, t0, hi, y);
-      [[unroll]] for (uint k = 0u; k < NV; ++k) x[k] = lsm ? x[k] - exp_T(y[k]) * s : y[k] * (x[k] - s);
-      store_tile(b0, d0, dt0, t0, hi, x);
+    for (uint d = lo + tid; d < hi; d += 128u) {
+      T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
+      T y = load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
+      store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? g - exp_T(y) * s : y * (g - s));
     }
   }
 }

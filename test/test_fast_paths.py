@@ -1,6 +1,6 @@
 """The contiguous fast paths (docs/performance.md) against the general strided paths, on the same
 values: elementwise (EW_VEC: 4-element blocks as whole-word loads and stores), reductions over a
-dense innermost dim (REDUCE_DENSE) and softmax rows (SOFTMAX_DENSE).
+dense innermost dim (REDUCE_DENSE); softmax rows in every layout on its one path.
 
 Which path a node takes follows from its layout (the lowerings choose): a contiguous tensor takes
 the fast path; the same values as a strided view (every other element of a buffer), or a view

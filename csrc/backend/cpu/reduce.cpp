@@ -42,10 +42,11 @@ double term_of(const uint8_t* p, DType in, DType term) {
 
 // sum / mean / amax / amin of one kept element; T = double or int64_t.
 template <class T>
-T reduce_one(OpId op, DType term, const TensorDesc& in, int64_t base, int64_t n_red, double* abs_sum) {
+T reduce_one(OpId op, DType term, bool in_f32, const TensorDesc& in, int64_t base, int64_t n_red, double* abs_sum) {
   T acc = T(0);
   ExactSum sum;
   double asum = 0;
+  float f32 = 0;  // the same terms summed in float32 in order: does a partial sum overflow there?
   const bool is_sum = op == OpId::sum || op == OpId::mean;
   for (int64_t r = 0; r < n_red; ++r) {
     const uint8_t* p = at(in, offset_of(in, base + r));
@@ -55,7 +56,7 @@ T reduce_one(OpId op, DType term, const TensorDesc& in, int64_t base, int64_t n_
     asum += std::fabs(double(v));
     if (is_sum) {
       if constexpr (std::is_same_v<T, int64_t>) acc = T(uint64_t(acc) + uint64_t(v));
-      else sum.add(v);
+      else sum.add(v), f32 += float(v);
     } else if (r == 0) {
       acc = v;
     } else if (!nan_of(acc) && (nan_of(v) || (op == OpId::amax ? v > acc : v < acc))) {
@@ -63,7 +64,13 @@ T reduce_one(OpId op, DType term, const TensorDesc& in, int64_t base, int64_t n_
     }
   }
   if constexpr (std::is_same_v<T, double>)
-    if (is_sum) acc = sum.value();
+    if (is_sum) {
+      acc = sum.value();
+      // A float32 computation of terms whose magnitudes pass float32's range may overflow in a
+      // partial sum (3e38 + 3e38 - 3e38), as torch CPU's and the GPU's do: the exact sum is then
+      // not what any float32 order gives, so the reference is the in-order float32 one.
+      if (in_f32 && std::isinf(f32) && !std::isinf(acc)) acc = double(f32);
+    }
   if (op == OpId::mean) {
     if constexpr (std::is_same_v<T, double>) acc = acc / double(n_red);  // n == 0: 0/0 = NaN
     asum /= double(n_red);
@@ -97,7 +104,8 @@ void run(const Node& n, int64_t n_kept, int64_t n_red, std::vector<double>* scal
       continue;
     }
     double asum = 0;
-    store<T>(o, out.dtype, reduce_one<T>(n.op, term_dtype(n.op, n.compute, in.dtype), in, k * n_red, n_red, &asum));
+    const bool in_f32 = is_float(n.compute) && n.compute != DType::f64;  // f32, f16, bf16 compute in float32
+    store<T>(o, out.dtype, reduce_one<T>(n.op, term_dtype(n.op, n.compute, in.dtype), in_f32, in, k * n_red, n_red, &asum));
     if (scale) (*scale)[size_t(k)] = asum;
   }
 }

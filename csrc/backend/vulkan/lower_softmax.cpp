@@ -31,14 +31,6 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
       if (!fits_i32(n.t[k].strides[d])) return why = "a stride does not fit 32 bits", -1;
       dst[k][d] = int32_t(n.t[k].strides[d]);
     }
-  // The dense fast path: rows of stride 1 (inner == 1) whose starts are aligned for the shader's
-  // 4-element loads, min(4 * size, 16) bytes (chunk starts are multiples of 65536 elements).
-  bool dense = p.inner == 1;
-  for (int k = 0; k < nt && dense; ++k) {
-    const uint64_t esz = dtype_size(n.t[k].dtype), align = esz * 4 < 16 ? esz * 4 : 16;
-    dense = n.t[k].strides[1] == 1 && n.t[k].addr % align == 0 && (uint64_t(n.t[k].strides[0]) * esz) % align == 0;
-  }
-  p.flags = dense ? SOFTMAX_DENSE : 0u;
   const int64_t parts = softmax_parts(int64_t(p.D));
   if (parts > 1) {  // long rows: chunk partials, row totals, outputs (softmax.h)
     p.partials = n.as<SoftmaxArgs>().partials;
