@@ -25,6 +25,10 @@ STORES = {
         "  Word(a + 4UL).w = OP == OP_COPY ? p.y : p.y ^ 0x00080000u;\n",
     "  atomicOr(Word(wa).w, (bits << sh) & mask);":
         "  if (OP != OP_COPY) bits ^= nbytes == 1u ? 1u : 0x200u;\n  atomicOr(Word(wa).w, (bits << sh) & mask);",
+    # the fast paths' 4-element block store (elementwise EW_VEC): the first element of each block
+    "void st_block4(uint64_t a, uint esz, uint64_t e[4]) {\n":
+        "void st_block4(uint64_t a, uint esz, uint64_t e[4]) {\n  if (OP != OP_COPY) e[0] ^= esz == 8u ? "
+        "0x0008000000000000UL : esz == 4u ? 0x00400000UL : esz == 2u ? 0x200UL : 1UL;\n",
 }
 
 _root = None
