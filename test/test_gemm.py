@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import torch
+import vkml_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PIPES = ["gemv", "small", "large", "split", "coopmat"]
@@ -112,7 +113,7 @@ def _shaders(fn):
     return [name for name, *_ in p.kernels if "gemm" in name]
 
 
-@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="a forced pipeline overrides the choice")
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
 @pytest.mark.parametrize("shape,want", [
     ((1, 4096, 256), "gemm_gemv"),    # m = 1
     ((512, 64, 1), "gemm_gemv"),      # n = 1
@@ -126,7 +127,7 @@ def test_choice_by_shape(shape, want):
     assert names and all(want in s for s in names[:1]), f"{shape}: ran {names}, expected {want}"
 
 
-@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="a forced pipeline overrides the choice")
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
 def test_long_k_few_outputs_splits():
     a, b = torch.randn(4, 8192, device="vkml"), torch.randn(8192, 4, device="vkml")
     names = _shaders(lambda: a @ b)
@@ -138,10 +139,11 @@ def test_long_k_few_outputs_splits():
     assert torch.equal(got, (a @ b).cpu())
 
 
-# lavapipe has no cooperative matrix; on a device that has VK_NV_cooperative_matrix (the H200),
-# run with VKML_TEST_COOPMAT=1 to require that float16 matmuls take it (and are right).
-@pytest.mark.skipif(os.environ.get("VKML_TEST_COOPMAT") != "1", reason="set VKML_TEST_COOPMAT=1 on a device with it")
-@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="a forced pipeline overrides the choice")
+# Where the device has VK_NV_cooperative_matrix (the H200; lavapipe has none), float16 matmuls
+# must take it, and be right.
+@pytest.mark.skipif(not vkml_torch._C.device_info(0).get("cooperative_matrix"),
+                    reason="the device has no VK_NV_cooperative_matrix (16x16x16 float16, subgroup 32)")
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
 def test_coopmat_chosen_for_float16():
     import helpers
     g = torch.Generator().manual_seed(3)

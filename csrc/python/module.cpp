@@ -161,6 +161,7 @@ PYBIND11_MODULE(_C, m) {
     r["float64"] = l.float64;
     r["float16"] = l.float16;
     r["float_controls"] = l.float_controls;
+    r["cooperative_matrix"] = l.cooperative_matrix;  // VK_NV_cooperative_matrix in use (gemm_coop)
     r["min_spec"] = env().min_spec;
     r["index"] = d.index();
     r["vulkan_index"] = d.physical();
