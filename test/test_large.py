@@ -179,6 +179,21 @@ def test_elementwise_beyond_65535_workgroups():
     assert_exact(a.to(DEV)[::3].mul(2).cpu(), a[::3] * 2)
 
 
+def test_copies_through_several_staging_blocks():
+    """Uploads and downloads go through host-visible staging blocks of 16 MiB (dispatch/device.cpp):
+    two blocks and 3 bytes each way, every byte in its place (251 is prime: a block copied to the
+    wrong offset shows), into a strided CPU destination too, and check mode's operand downloads."""
+    n = 2 * (16 << 20) + 3
+    x = (torch.arange(n, dtype=torch.int32) % 251).to(torch.uint8)
+    d = x.to(DEV)
+    assert torch.equal(d.cpu(), x)
+    into = torch.zeros(2 * n, dtype=torch.uint8)
+    into[::2].copy_(d)
+    assert torch.equal(into[::2], x) and not into[1::2].any()
+    assert torch.equal(d[(16 << 20) - 2:(16 << 20) + 2].cpu(), x[(16 << 20) - 2:(16 << 20) + 2])
+    assert torch.equal((d + 1).cpu(), x + 1)  # under check mode: three operand downloads of 32 MiB
+
+
 @pytest.mark.skipif(not LARGE, reason="VKML_TEST_LARGE=1: needs more than 8 GiB of device memory (the H200 run)")
 def test_more_than_2_31_elements():
     """add, sum, copy and indexing of a tensor of 2^31 + 2^20 elements: uint8, since NVIDIA's

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -28,6 +29,10 @@ uint64_t ns_since(Clock::time_point t0) {
 }
 
 constexpr size_t kMaxStagedBytes = size_t(256) << 20;  // flush when pending uploads hold this much
+// Uploads and downloads go through staging blocks of at most this many bytes, so that a tensor
+// larger than the device's largest allocation (1 GiB under VKML_MIN_SPEC) or its host-visible
+// heap still copies, and check mode's downloads of large operands too.
+constexpr size_t kStagingChunk = size_t(16) << 20;
 
 // One vkml:N: its physical device (list_devices() order) and, once opened, the Device.
 struct Slot {
@@ -381,16 +386,19 @@ Result<Block> Device::staging_locked(size_t bytes) {
 }
 
 Result<void> Device::upload(uint64_t dst, const void* src, size_t bytes) {
-  if (bytes == 0) return {};
   std::lock_guard<std::recursive_mutex> g(mu_);
-  auto st = staging_locked(bytes);
-  if (!st.ok()) return st.error();
-  Block blk = st.value();
-  std::memcpy(backend_->host_ptr(blk.addr), src, bytes);
   Backend* be = backend_.get();
-  graph_.keepalive.push_back(std::shared_ptr<void>(nullptr, [be, blk](void*) { be->free(blk); }));
-  graph_.staged_bytes += bytes;
-  return record(transfer_node(dst, blk.addr, bytes));
+  for (size_t off = 0; off < bytes; off += kStagingChunk) {
+    const size_t len = std::min(kStagingChunk, bytes - off);
+    auto st = staging_locked(len);
+    if (!st.ok()) return st.error();
+    Block blk = st.value();
+    std::memcpy(backend_->host_ptr(blk.addr), static_cast<const uint8_t*>(src) + off, len);
+    graph_.keepalive.push_back(std::shared_ptr<void>(nullptr, [be, blk](void*) { be->free(blk); }));
+    graph_.staged_bytes += len;
+    VKML_TRY(record(transfer_node(dst + off, blk.addr, len)));
+  }
+  return {};
 }
 
 Result<void> Device::download(uint64_t src, void* dst, size_t bytes) {
@@ -399,16 +407,19 @@ Result<void> Device::download(uint64_t src, void* dst, size_t bytes) {
 }
 
 Result<void> Device::download_locked(uint64_t src, void* dst, size_t bytes) {
-  if (bytes == 0) return {};
-  auto st = staging_locked(bytes);
-  if (!st.ok()) return st.error();
-  Block blk = st.value();
-  ++stats_.nodes;
-  graph_.nodes.push_back(transfer_node(blk.addr, src, bytes));
-  auto r = flush_locked();
-  if (r.ok()) std::memcpy(dst, backend_->host_ptr(blk.addr), bytes);
-  backend_->free(blk);
-  return r;
+  for (size_t off = 0; off < bytes; off += kStagingChunk) {
+    const size_t len = std::min(kStagingChunk, bytes - off);
+    auto st = staging_locked(len);
+    if (!st.ok()) return st.error();
+    Block blk = st.value();
+    ++stats_.nodes;
+    graph_.nodes.push_back(transfer_node(blk.addr, src + off, len));
+    auto r = flush_locked();
+    if (r.ok()) std::memcpy(static_cast<uint8_t*>(dst) + off, backend_->host_ptr(blk.addr), len);
+    backend_->free(blk);
+    VKML_TRY(r);
+  }
+  return {};
 }
 
 void Device::save_pipeline_caches() {

@@ -284,6 +284,16 @@ void grow(const Graph& g, size_t i, const Limits& lim, const std::vector<bool>& 
   }
 }
 
+// Check mode traces every step of a fused node into one host-visible block, 8 bytes per element
+// a step (dispatch/check_fused.cpp): there a group has at most as many steps as fit 256 MiB, and
+// a node over 16M elements runs unfused (each node checked on its own, as VKML_FUSE=0).
+size_t max_steps(const Node& first) {
+  constexpr int64_t kMaxTraceBytes = int64_t(256) << 20;
+  if (!env().check) return size_t(kMaxFusedSteps);
+  const int64_t per_step = std::max<int64_t>(1, first.t[A::out].numel() * 8);
+  return size_t(std::min<int64_t>(kMaxFusedSteps, kMaxTraceBytes / per_step));
+}
+
 }  // namespace
 
 Result<void> fuse(Graph& g, const Limits& lim) {
@@ -302,8 +312,13 @@ Result<void> fuse(Graph& g, const Limits& lim) {
       out.push_back(g.nodes[i]);
       continue;
     }
+    const size_t most = max_steps(g.nodes[i]);
+    if (most < 2) {
+      out.push_back(g.nodes[i]);
+      continue;
+    }
     Group grp;
-    grow(g, i, lim, done, grp, size_t(kMaxFusedSteps));
+    grow(g, i, lim, done, grp, most);
     Node fused;
     bool ok = false;
     while (grp.steps.size() >= 2) {
