@@ -246,14 +246,15 @@ Result<void> Device::record(const Node& n) {
   }
   ++stats_.nodes;
   graph_.nodes.push_back(n);
+  const Env& e = env();
   // Check mode with fusion: elementwise nodes wait for the next flush, which fuses and checks
   // them step by step (flush_checked); anything else flushes (and is checked) at once.
-  if (env().check && env().fuse && g_planner && !checking_ && op_info(n.op).family == Family::elementwise &&
-      int(graph_.nodes.size()) < env().max_pending)
+  if (e.check && e.fuse && g_planner && !checking_ && op_info(n.op).family == Family::elementwise &&
+      int(graph_.nodes.size()) < e.max_pending)
     return {};
-  if (env().eager || env().check) return flush_locked();
+  if (e.eager || e.check) return flush_locked();
   // Past the bounds the batch goes to the GPU without waiting: recording goes on meanwhile.
-  if (int(graph_.nodes.size()) >= env().max_pending || graph_.staged_bytes >= kMaxStagedBytes)
+  if (int(graph_.nodes.size()) >= e.max_pending || graph_.staged_bytes >= kMaxStagedBytes)
     return flush_locked(/*wait=*/false);
   return {};
 }
