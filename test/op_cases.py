@@ -333,6 +333,18 @@ def gen_clamp(row, overload, dtype, rng, special):
     if not fl and base == "clamp" and not special:  # int self, float bound: float32 result
         x = In(rand((3, 5), dtype, rng))
         cases.append(wrap_call(overload, [x, 0.5, None], "int self, float min promotes", [torch.float32]))
+    if not fl and not special and dtype not in (torch.int64, torch.bool):
+        # integer bounds past the dtype's range: torch 2.13 wraps or raises an overflow error, 2.15
+        # saturates the side where the bound cannot matter and raises on the other
+        i = torch.iinfo(dtype)
+        x = In(rand((3, 5), dtype, rng))
+        low, high = i.min - 5, i.max + 5
+        if base == "clamp":
+            extra = [[low, 3], [1, high], [low, high], [high, None], [None, low]]
+        else:
+            extra = [[low], [high]]
+        for pos in extra:
+            cases.append(wrap_call(overload, [x] + pos, f"integer bounds past the dtype's range {pos}", [dtype]))
     return cases
 
 

@@ -24,9 +24,20 @@ import vkml_torch  # noqa: E402
 ARGS = types.SimpleNamespace(repeats=1, min_time=0.0, budget=60.0)
 
 
+def _child_env(env=None):
+    """The environment for `python -m bench...` children: they import the vkml_torch this process
+    imported, not the source tree's (under `make compat` that one is built for another torch):
+    no current directory on sys.path (PYTHONSAFEPATH), that vkml_torch's directory, then ROOT."""
+    e = dict(os.environ if env is None else env)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(vkml_torch.__file__)))
+    e["PYTHONSAFEPATH"] = "1"
+    e["PYTHONPATH"] = os.pathsep.join([here, ROOT] + ([e["PYTHONPATH"]] if e.get("PYTHONPATH") else []))
+    return e
+
+
 def _bench(*argv, env=None):
     p = subprocess.run([sys.executable, "-m", "bench", *argv], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300, env=env)
+                       timeout=300, env=_child_env(env))
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
 
@@ -59,7 +70,7 @@ def test_child_needs_autoload_off():
     env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
     a = {"full": False, "numel": [1024], "mm": None, "only": "add", "repeats": 1, "min_time": 0.0,
          "budget": 60.0, "threads": 1}
-    p = subprocess.run([sys.executable, "-m", "bench.child", "cpu", json.dumps(a)], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-m", "bench.child", "cpu", json.dumps(a)], cwd=ROOT, env=_child_env(env),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout.strip().splitlines()[-1])

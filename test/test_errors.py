@@ -152,3 +152,34 @@ def test_matmul_of_mixed_dtypes_as_torch_cpu(op, shapes):
         assert str(got.value) == str(e)
         return
     assert_exact(fn(a.to(DEV), b.to(DEV)), want)
+
+
+# Integer clamp bounds past the dtype's range: torch 2.13 wraps (uint8 -5 is 251) or raises an
+# overflow error; torch 2.15 saturates a bound on the side where it cannot matter and raises
+# "Clamp min value ... is outside the representable range of Byte" on the other. vkml follows the
+# torch it was built against: the same result, or the same error type and first line.
+CLAMP_BOUNDS = [(torch.uint8, -5, 50), (torch.uint8, 0, 300), (torch.uint8, 260, 270), (torch.uint8, None, -5),
+                (torch.int8, -300, -5), (torch.int8, 200, None), (torch.int16, -40000, 40000),
+                (torch.int32, -(2 ** 40), 7)]
+
+
+@pytest.mark.parametrize("dtype,lo,hi", CLAMP_BOUNDS, ids=[f"{d}-{lo}-{hi}" for d, lo, hi in CLAMP_BOUNDS])
+@pytest.mark.parametrize("form", ["clamp", "clamp_", "clamp_min_max"])
+def test_integer_clamp_bounds_past_the_dtype_as_torch_cpu(dtype, lo, hi, form):
+    x = torch.tensor([0, 3, 100, 127, -128, -1, 7], dtype=torch.int64).to(dtype)
+
+    def f(t):
+        if form == "clamp":
+            return torch.clamp(t, lo, hi)
+        if form == "clamp_":
+            return t.clone().clamp_(lo, hi)
+        r = t if lo is None else torch.clamp_min(t, lo)
+        return r if hi is None else torch.clamp_max(r, hi)
+    try:
+        want = f(x)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            f(x.to(DEV)).cpu()
+        assert str(got.value).splitlines()[0] == str(e).splitlines()[0]
+    else:
+        assert_exact(f(x.to(DEV)).cpu(), want)

@@ -20,6 +20,7 @@
 #include "aten/devices.h"
 #include "aten/kernels.h"
 #include "aten/structured.h"  // VKML_DIMNAMES (torch 2.11)
+#include "aten/torch_version.h"  // clamp's integer bounds (torch 2.15)
 #include "util/half.h"
 
 namespace vkml::aten {
@@ -362,8 +363,25 @@ void ew_clamp(OpId id, Call& c) {
   ElementwiseArgs args;
   args.s0 = flt ? Scalar{-inf, 0} : Scalar{double(imin), imin};
   args.s1 = flt ? Scalar{inf, 0} : Scalar{double(imax), imax};
-  if (lo) check_fits(*lo, rt), args.s0 = to_scalar(*lo);
-  if (hi) check_fits(*hi, rt), args.s1 = to_scalar(*hi);
+#if VKML_TORCH_AT_LEAST_2_15
+  // torch 2.15: an integer bound past the dtype's range on the side it cannot matter saturates,
+  // one on the other side raises (measured: uint8 clamp(-5, 300) is clamp(0, 255), clamp(260, 270)
+  // raises "Clamp min value 260 is outside the representable range of Byte"). 2.13 wraps -5 to 251.
+  if (!flt && rt != c10::ScalarType::Bool) {
+    if (lo) {
+      TORCH_CHECK(lo->toLong() <= imax, "Clamp min value ", *lo, " is outside the representable range of ", rt);
+      args.s0 = to_scalar(lo->toLong() < imin ? c10::Scalar(imin) : *lo);
+    }
+    if (hi) {
+      TORCH_CHECK(hi->toLong() >= imin, "Clamp max value ", *hi, " is outside the representable range of ", rt);
+      args.s1 = to_scalar(hi->toLong() > imax ? c10::Scalar(imax) : *hi);
+    }
+  } else
+#endif
+  {
+    if (lo) check_fits(*lo, rt), args.s0 = to_scalar(*lo);
+    if (hi) check_fits(*hi, rt), args.s1 = to_scalar(*hi);
+  }
   args.scalar_b = true;  // b is the upper bound
   args.round_scalars = true;
   at::TensorIterator iter;

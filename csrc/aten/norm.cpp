@@ -12,15 +12,7 @@
 #include "aten/kernels.h"
 #include "aten/norm_common.h"
 
-// torch 2.15 refuses empty groups in native_group_norm (HxW == 0); 2.11 and 2.13 compute them.
-#if __has_include(<torch/headeronly/version.h>)
-#include <torch/headeronly/version.h>
-#endif
-#if defined(TORCH_VERSION_MAJOR) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15))
-#define VKML_TORCH_AT_LEAST_2_15 1
-#else
-#define VKML_TORCH_AT_LEAST_2_15 0
-#endif
+#include "aten/torch_version.h"  // torch 2.15 refuses empty groups in native_group_norm (HxW == 0)
 
 namespace vkml::aten {
 namespace {
