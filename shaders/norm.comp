@@ -200,6 +200,36 @@ void backward(uint g, uint R) {
   if (!has(DX)) return;
   const T wg = per_channel ? ld1_or(BW, g, T(1)) : T(1);
   const T ma = sa / T(R), mb = sb / T(R);
+  // Layer / group norm with an Inf or NaN among the group's sums or statistics: torch CPU's own
+  // formula, dx = rstd * a + b * x + c, whose b * x + c is NaN where the infinite b * x and c
+  // cancel (x and mean of one sign); ours, b * (x - mean), would be an infinity there. Finite
+  // groups keep the form above (no cancellation for |mean| >> std). sa, sb, mean: uniform.
+  if (!per_channel && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb) || is_inf(mean) || is_nan(mean) ||
+                       is_inf(rstd) || is_nan(rstd))) {
+    pn = 0u;
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+        uint r = r0 + u * 128u + tid;
+        if (r < R) {
+          locate(g, r, a, c, s);
+          acc_push(ld3(DY, a, c, s) * ld1_or(BW, c, T(1)) * ld3(BX, a, c, s), T(0));
+        }
+      }
+    T ds, unused;
+    acc_total(ds, unused);
+    const T scale = T(1) / T(R);
+    const T tb = (sa * mean - ds) * rstd * rstd * rstd * scale;
+    const T tc = -tb * mean - sa * rstd * scale;
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+        uint r = r0 + u * 128u + tid;
+        if (r < R) {
+          locate(g, r, a, c, s);
+          st3(DX, a, c, s, rstd * (ld3(DY, a, c, s) * ld1_or(BW, c, T(1))) + tb * ld3(BX, a, c, s) + tc);
+        }
+      }
+    return;
+  }
   for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
       uint r = r0 + u * 128u + tid;
@@ -230,8 +260,12 @@ void affine(uint c, uint R) {
         uint a = r / p.S, s = r - a * p.S;
         T mean, rstd;
         stats_of(a * p.G + c / K, mean, rstd);
-        const T dy = ld3(DY, a, c, s);
-        acc_push(dy, dy * ((ld3(BX, a, c, s) - mean) * rstd));
+        const T dy = ld3(DY, a, c, s), x = ld3(BX, a, c, s);
+        // layer norm with a non-finite mean or rstd: torch CPU's dy * (rstd * x - rstd * mean)
+        // (NaN for rstd = inf, mean = 0, where (x - mean) * rstd is an infinity)
+        const bool torch_form = (p.flags & NORM_LAYER) != 0u &&
+                                (is_inf(mean) || is_nan(mean) || is_inf(rstd) || is_nan(rstd));
+        acc_push(dy, dy * (torch_form ? rstd * x + (-rstd * mean) : (x - mean) * rstd));
       }
     }
   T sa, sb;

@@ -109,6 +109,7 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
     rstd = (rstd.double().reshape(-1) + eps).rsqrt() if var_given else rstd.double().reshape(-1)
     x, dy = grp.x, dy3.double()
     M, Rs = grp.expand(mean), grp.expand(rstd)
+    Ra = Rs.abs()  # bounds are magnitudes: a given rstd may be negative (any tensor is a valid input)
     W = grp.chan(w, 1)
     xh = (x - M) * Rs
     a = dy if grp.per_channel else dy * W
@@ -124,7 +125,7 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
     L = _L(grp.R)
     ma, mb = per_group(a.abs()), per_group((a * xh).abs())
     if train:
-        edx = Rs * wp.abs() * e * ((L + 17) * (ma + xh.abs() * mb) + 5 * a.abs())
+        edx = Ra * wp.abs() * e * ((L + 17) * (ma + xh.abs() * mb) + 5 * a.abs())
     else:
         edx = 6 * e * (dy * W * Rs).abs()
     Lc = _L(grp.A * grp.S)
@@ -144,12 +145,12 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
         bp = (db * M - ds) * Rs ** 3 / n
         cp = -bp * M - db * Rs / n
         e1 = e_db * M.abs() + e_ds + 2 * e * ((db * M).abs() + ds.abs())
-        e_bp = e1 * Rs ** 3 / n + 4 * e * bp.abs()
-        e_cp = e_bp * M.abs() + 2 * e * (bp * M).abs() + e_db * Rs / n + 3 * e * (db * Rs / n).abs()
+        e_bp = e1 * Ra ** 3 / n + 4 * e * bp.abs()
+        e_cp = e_bp * M.abs() + 2 * e * (bp * M).abs() + e_db * Ra / n + 3 * e * (db * Rs / n).abs()
         cdx = cdx + 2 * e * (Rs * a).abs() + e_bp * x.abs() + e * (bp * x).abs() + e_cp + \
             2 * e * ((Rs * a).abs() + (bp * x).abs() + cp.abs())
         # group norm's dw from sum(dy * x) - sum(dy) * mean (uncentered)
-        cdw = cdw + (Lc + 4) * e * per_chan(Rs * (dy * x).abs() + Rs * M.abs() * dy.abs())
+        cdw = cdw + (Lc + 4) * e * per_chan(Ra * (dy * x).abs() + Ra * M.abs() * dy.abs())
     return [(cdx / e, 1), (cdw / e, 1), (2 * edb / e, 1)]
 
 

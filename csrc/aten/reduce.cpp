@@ -183,7 +183,13 @@ void reduce(OpId id, Call& c) {
   std::vector<bool> red(size_t(nd), dims.empty());
   for (int64_t d : dims)
     if (nd > 0) red[size_t(at::maybe_wrap_dim(d, nd))] = true;
-  run(id, self, red, result, kind);
+  // A sum into float16/bfloat16 (dtype= or an out=) of another dtype: torch's
+  // make_reduction_from_out_ty converts the input to that dtype first (7e4 becomes inf), then sums
+  // with a float accumulator; the node would only widen each term to float32. mean sums in float32.
+  const c10::ScalarType rt = result.scalar_type();
+  const bool narrow = id == OpId::sum && (rt == c10::ScalarType::Half || rt == c10::ScalarType::BFloat16) &&
+                      self.scalar_type() != rt && result.numel() > 0;
+  run(id, narrow ? self.to(rt) : self, red, result, kind);
   c.ret(result);
 }
 

@@ -288,3 +288,19 @@ GENERATORS = {
     "norm_group": gen_group_norm, "norm_group_backward": gen_group_norm_backward,
     "norm_batch": gen_batch_norm, "norm_batch_backward": gen_batch_norm_backward,
 }
+
+# Arguments torch 2.13's CPU kernels read as dense whatever their strides (measured: a stepped or
+# transposed one gives other numbers, not an error): the batch norm out= kernels' input, layer
+# norm backward's mean and rstd, group norm's weight and bias and its backward's every tensor,
+# batch norm backward's weight and statistics. The fuzzer's reference gets contiguous copies of
+# them (fuzz_cases._dense_ref); vkml gets the strided ones. native_group_norm's non-contiguous
+# input is torch's error instead ("Expected X.is_contiguous(memory_format)"), and vkml's.
+_BN_OUT = ("native_batch_norm.out", "_native_batch_norm_legit.out", "_native_batch_norm_legit.no_stats_out",
+           "_batch_norm_with_update.out")
+FUZZ_DENSE = {ov: (0,) for ov in _BN_OUT} | {
+    "native_layer_norm_backward": (3, 4),
+    "native_group_norm": (1, 2),
+    "native_group_norm_backward": (0, 1, 2, 3, 4),
+    "native_batch_norm_backward": (2, 3, 4, 5, 6),
+    "batch_norm_backward": (2, 3, 4, 5, 6),
+}

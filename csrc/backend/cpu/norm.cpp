@@ -188,6 +188,24 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
     ma /= LD(R);
     mb /= LD(R);
     const LD wp = g.per_channel ? get1(n.t[B::bw], grp, 1) : LD(1);
+    // layer / group norm with an Inf or NaN among the sums or statistics: torch CPU's formula,
+    // dx = rstd * a + b * x + c (NaN where b * x and c are opposite infinities), as the shader
+    if (!g.per_channel && n.t[B::dx].addr &&
+        !(std::isfinite(sa) && std::isfinite(sb) && std::isfinite(mu) && std::isfinite(rstd))) {
+      LD ds = 0;
+      for (int64_t r = 0; r < R; ++r) {
+        g.locate(grp, r, ai, ci, si);
+        ds += av[size_t(r)] * get3(n.t[B::bx], ai, ci, si);
+      }
+      const LD tb = (sa * mu - ds) * rstd * rstd * rstd / LD(R), tc = -tb * mu - sa * rstd / LD(R);
+      for (int64_t r = 0; r < R; ++r) {
+        g.locate(grp, r, ai, ci, si);
+        const LD dx = rstd * av[size_t(r)] + tb * get3(n.t[B::bx], ai, ci, si) + tc;
+        put3(n.t[B::dx], ai, ci, si, dx);
+        sc.set3(B::dx, g, ai, ci, si, 6 * std::fabs(double(dx)));
+      }
+      continue;
+    }
     for (int64_t r = 0; r < R && n.t[B::dx].addr; ++r) {
       g.locate(grp, r, ai, ci, si);
       const size_t i = size_t(r);
@@ -212,7 +230,9 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
         LD mu, rstd;
         double rel;
         bwd_stats(n, g.group_of(ai, c), e, mu, rstd, rel);
-        const LD dy = get3(n.t[B::dy], ai, c, si), t = dy * (get3(n.t[B::bx], ai, c, si) - mu) * rstd;
+        const LD dy = get3(n.t[B::dy], ai, c, si), x = get3(n.t[B::bx], ai, c, si);
+        const bool torch_form = a.layer && !(std::isfinite(mu) && std::isfinite(rstd));  // as the shader
+        const LD t = dy * (torch_form ? rstd * x + (-rstd * mu) : (x - mu) * rstd);
         sdy += dy, sdx += t, ady += std::fabs(dy), adx += std::fabs(t);
       }
     put1(n.t[B::dw], c, sdx);

@@ -46,7 +46,8 @@ inline double e_y(double w, double b, double xh, double rstd, double mean_err, d
 // dx = rstd * w' * (a - mean(a) - xh * mean(a * xh)) over a group of n: ma = mean |a|,
 // mb = mean |a * xh|; a = dy * w (per sample) or dy (per channel, then w' = w).
 inline double e_dx(double rstd, double wp, double a, double xh, double ma, double mb, double L, double e) {
-  return rstd * std::fabs(wp) * e * ((L + 17) * (ma + std::fabs(xh) * mb) + 5 * std::fabs(a));
+  // |rstd|: an rstd given to the backward may be negative (any tensor is a valid input)
+  return std::fabs(rstd) * std::fabs(wp) * e * ((L + 17) * (ma + std::fabs(xh) * mb) + 5 * std::fabs(a));
 }
 
 }  // namespace vkml::cpu::norm_bounds

@@ -53,7 +53,7 @@ bool fill(const Node& n, pc::NormParams& p, std::string& why) {
     }
   }
   p.flags = (a.per_channel ? NORM_PER_CHANNEL : 0u) | (a.training ? NORM_TRAINING : 0u) |
-            (a.var_given ? NORM_VAR_GIVEN : 0u) | (a.backward ? NORM_BACKWARD : 0u);
+            (a.var_given ? NORM_VAR_GIVEN : 0u) | (a.backward ? NORM_BACKWARD : 0u) | (a.layer ? NORM_LAYER : 0u);
   p.eps = raw_scalar(Scalar{a.eps, 0}, compute_of(n.compute));
   p.momentum = raw_scalar(Scalar{a.momentum, 0}, compute_of(n.compute));
   const uint64_t per_sample = uint64_t(p.C / p.G) * p.S, per_channel = uint64_t(p.A) * p.S;
