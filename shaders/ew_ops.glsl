@@ -6,7 +6,9 @@
 // s0, s1: the node's raw scalars (ElementwiseArgs); has_a: the node has operand a.
 T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint dto, uint dtc) {
   T alpha = from_raw(s0);
-  if (op == OP_THRESHOLD_BWD || op == OP_CLAMP) alpha = round_T(alpha, dtc);
+  // threshold_backward of float16/bfloat16 compares in float, as torch's CPU kernel (aten: the scalar)
+  if (op == OP_THRESHOLD_BWD || op == OP_CLAMP)
+    alpha = round_T(alpha, op == OP_THRESHOLD_BWD && (dtc == DT_F16 || dtc == DT_BF16) ? DT_F32 : dtc);
   precise T r = T(0);  // precise: a + alpha*b must not become an fma (Vulkan leaves fma unfused)
   switch (op) {
     case OP_FILL: r = alpha; break;

@@ -456,8 +456,11 @@ void ew_threshold_bwd(OpId id, Call& c) {
   const c10::ScalarType ct = iter.common_dtype();
   check_fits(c["threshold"].toScalar(),
              ct == c10::ScalarType::Half || ct == c10::ScalarType::BFloat16 ? c10::ScalarType::Float : ct);
-  args.s0 = to_scalar(c["threshold"].toScalar());
-  args.round_scalars = true;
+  const bool reduced = ct == c10::ScalarType::Half || ct == c10::ScalarType::BFloat16;
+  // float16/bfloat16: torch's CPU kernel compares float(x) <= threshold.to<float>() (1e30 stays
+  // finite); the shader rounds OP_THRESHOLD_BWD's scalar to float there, the oracle gets it so
+  args.s0 = to_scalar(reduced ? c10::Scalar(double(c["threshold"].toScalar().to<float>())) : c["threshold"].toScalar());
+  args.round_scalars = !reduced;
   run(id, c, iter, args);
 }
 

@@ -183,12 +183,14 @@ void reduce(OpId id, Call& c) {
   std::vector<bool> red(size_t(nd), dims.empty());
   for (int64_t d : dims)
     if (nd > 0) red[size_t(at::maybe_wrap_dim(d, nd))] = true;
-  // A sum into float16/bfloat16 (dtype= or an out=) of another dtype: torch's
-  // make_reduction_from_out_ty converts the input to that dtype first (7e4 becomes inf), then sums
-  // with a float accumulator; the node would only widen each term to float32. mean sums in float32.
-  const c10::ScalarType rt = result.scalar_type();
-  const bool narrow = id == OpId::sum && (rt == c10::ScalarType::Half || rt == c10::ScalarType::BFloat16) &&
-                      self.scalar_type() != rt && result.numel() > 0;
+  // A sum into another dtype (dtype= or an out=): torch's make_reduction_from_out_ty converts the
+  // input to it first (float16: 7e4 becomes inf; int32: -inf becomes INT_MIN, as vkml's copy does),
+  // then sums (float16 with a float accumulator); the node would only widen each term to float32,
+  // or convert a float to an integer its own way. Other pairs convert alike (mean sums in float32).
+  const c10::ScalarType rt = result.scalar_type(), st = self.scalar_type();
+  const bool narrow = id == OpId::sum && st != rt && result.numel() > 0 &&
+                      (rt == c10::ScalarType::Half || rt == c10::ScalarType::BFloat16 ||
+                       (c10::isFloatingType(st) && !c10::isFloatingType(rt)));
   run(id, narrow ? self.to(rt) : self, red, result, kind);
   c.ret(result);
 }
