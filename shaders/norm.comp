@@ -212,14 +212,18 @@ void backward(uint g, uint R) {
         uint r = r0 + u * 128u + tid;
         if (r < R) {
           locate(g, r, a, c, s);
-          acc_push(ld3(DY, a, c, s) * ld1_or(BW, c, T(1)) * ld3(BX, a, c, s), T(0));
+          acc_push(ld3(DY, a, c, s) * ld3(BX, a, c, s) * ld1_or(BW, c, T(1)), T(0));  // torch's dy * x * w
         }
       }
     T ds, unused;
     acc_total(ds, unused);
     const T scale = T(1) / T(R);
-    const T tb = (sa * mean - ds) * rstd * rstd * rstd * scale;
-    const T tc = -tb * mean - sa * rstd * scale;
+    // precise: torch's left-to-right order; rstd * rstd first would underflow for a tiny rstd
+    precise T tb = (sa * mean - ds) * rstd;
+    tb = tb * rstd;
+    tb = tb * rstd;
+    tb = tb * scale;
+    precise T tc = -tb * mean - (sa * rstd) * scale;
     for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
       [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
         uint r = r0 + u * 128u + tid;

@@ -195,7 +195,7 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
       LD ds = 0;
       for (int64_t r = 0; r < R; ++r) {
         g.locate(grp, r, ai, ci, si);
-        ds += av[size_t(r)] * get3(n.t[B::bx], ai, ci, si);
+        ds += get3(n.t[B::dy], ai, ci, si) * get3(n.t[B::bx], ai, ci, si) * get1(n.t[B::bw], ci, 1);  // torch's order
       }
       const LD tb = (sa * mu - ds) * rstd * rstd * rstd / LD(R), tc = -tb * mu - sa * rstd / LD(R);
       for (int64_t r = 0; r < R; ++r) {
