@@ -47,7 +47,8 @@ RESULTS = os.path.join(ROOT, "build", "mutate", "results.jsonl")
 # What is mutated and which tests must notice: target name -> (source file in shaders/, the stems
 # compiled from it, the family whose test_ops.py rows and fuzz cases run, the other test files,
 # run first, and the device_info key the target's shader needs: a target whose device lacks it is
-# "unreachable" here and not run). The tests named are the ones that reach that shader: gemm_large
+# "unreachable" here and not run). test_ops.py's items run first unless the list places them
+# (the generated cases kill most mutants soonest; they do not reach gemm_large or fused.comp). The tests named are the ones that reach that shader: gemm_large
 # and gemm_gemv run only for some shapes or under VKML_GEMM_PIPE (test_gemm.py forces each pipeline
 # in a child process, which inherits VKML_SPIRV_DIR), fused.comp only where a chain fuses
 # (test_fusion.py). Each target's "canary" (its main() returning at once, or ew_apply returning 0)
@@ -55,22 +56,23 @@ RESULTS = os.path.join(ROOT, "build", "mutate", "results.jsonl")
 FAST = "test/test_fast_paths.py"
 SIZES = "test/test_family_sizes.py"
 REGR = "test/test_fuzz_regressions.py"
+OPS = "test/test_ops.py"
 TARGETS = {
     "elementwise": ("elementwise.comp", ["elementwise"], "elementwise",
                     ["test/test_copy_views.py", "test/test_composite.py", "test/test_promotion.py", FAST], None),
     "ew_ops": ("ew_ops.glsl", ["elementwise", "fused"], "elementwise",
                ["test/test_composite.py", "test/test_promotion.py", FAST, "test/test_fusion.py"], None),
-    "fused": ("fused.comp", ["fused"], "fused", ["test/test_fusion.py"], None),
+    "fused": ("fused.comp", ["fused"], "fused", ["test/test_fusion.py", OPS], None),
     "reduce": ("reduce.comp", ["reduce"], "reduce", ["test/test_max_dim.py", SIZES, FAST, REGR], None),
     "softmax": ("softmax.comp", ["softmax"], "softmax", ["test/test_softmax.py", SIZES, FAST], None),
     "nll": ("nll.comp", ["nll"], "nll", [SIZES], None),
     "gemm": ("gemm.comp", ["gemm"], "gemm", [SIZES, "test/test_gemm.py"], None),
-    "gemm_large": ("gemm_large.comp", ["gemm_large"], "gemm", ["test/test_gemm.py", SIZES], None),
-    "gemm_gemv": ("gemm_gemv.comp", ["gemm_gemv"], "gemm", ["test/test_gemm.py", SIZES], None),
+    "gemm_large": ("gemm_large.comp", ["gemm_large"], "gemm", ["test/test_gemm.py", SIZES, OPS], None),
+    "gemm_gemv": ("gemm_gemv.comp", ["gemm_gemv"], "gemm", ["test/test_gemm.py", SIZES, OPS], None),
     "gemm_coop": ("gemm_coop.comp", ["gemm_coop"], "gemm", ["test/test_gemm.py"], "cooperative_matrix"),
     "index": ("index.comp", ["index"], "index", ["test/test_index.py"], None),
     "conv": ("conv.comp", ["conv"], "conv", ["test/test_conv.py", REGR], None),
-    "conv_wgrad": ("conv_wgrad.comp", ["conv_wgrad"], "conv", ["test/test_conv.py", REGR], None),
+    "conv_wgrad": ("conv_wgrad.comp", ["conv_wgrad"], "conv", ["test/test_conv.py", REGR, OPS], None),
     "norm": ("norm.comp", ["norm"], "norm", ["test/test_norm.py", REGR], None),
     "random": ("random.comp", ["random"], "random", ["test/test_random.py", "test/test_random_cpu_stream.py"], None),
 }
@@ -121,6 +123,8 @@ ANNOTATED = [
      "the first *: the node's output is a new contiguous tensor, s_vec is 1 (out= goes through a copy)"),
     ("reduce", "[[unroll]] for (uint d = 0u; d < 4u; ++d) {", "< -> <=", "equivalent",
      "the fifth trip is guarded by d < nr, and nr is at most 4"),
+    ("reduce", "[[unroll]] for (uint d = 0u; d < 4u; ++d) {", "4u -> 5u", "equivalent",
+     "as above (the fifth trip is guarded by d < nk or d < nr, at most 4)"),
     ("reduce", "uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);", "* -> /",
      "equivalent", "with fewer groups counted the dispatch takes the one-invocation-per-output path, "
      "which computes the same outputs (test_family_sizes runs it with a 2-D grid)"),
@@ -128,6 +132,10 @@ ANNOTATED = [
      "127 invocations store the same final value instead of one"),
     ("softmax", "uint64_t b1 = pc.t1 + uint64_t((int64_t(o) * pc.s1[0] + int64_t(in_) * pc.s1[2]) * e1);", "* -> /",
      "equivalent", "(the second *) the [outer, D, inner] view is contiguous, s1[2] is 1"),
+    ("ew_ops", "case OP_WHERE: r = nonzero(b) ? a : (dto != dtc ? round_T(old, dtc) : old); break;", "!= -> ==",
+     "equivalent", "where's output dtype is its common dtype (torch rejects another out= dtype) and the "
+     "compute dtype is never narrower, so old, read from the output, is already a value of dtc: "
+     "rounding it to dtc or not gives the same value"),
     ("ew_ops", "precise T r = T(0);", "0 -> 1", "equivalent",
      "every opcode of the switch assigns r"),
     ("elementwise", "if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc)", "0UL -> 1UL", "equivalent",
@@ -141,6 +149,10 @@ ANNOTATED = [
      "equal values returned on the line before, so x <= y and x < y agree here"),
     ("reduce", "return OP == OP_ARGMAX ? x > y : x < y;", "> -> >=", "equivalent",
      "as above"),
+    ("elementwise", "if (pc.a == 0UL) {", "0UL -> 1UL", "equivalent",
+     "(the fast path) no operand a only for fill (the one nullary elementwise node), whose result "
+     "ignores a: the mutant's block load from address 0 is dead code, removed once OP is specialized "
+     "(no visible effect on lavapipe; UB on a driver that kept the load). A device address is never 1"),
     ("elementwise", "st_bits(pc.dst + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);", "", "unreachable",
      "float64 -> bool in the f32 variant: only on devices without shaderFloat64 (lavapipe copies "
      "float64 in the f64 variant)"),
@@ -298,8 +310,8 @@ def worker():
         vkml_torch._C._set_spirv_dir(job["dir"])
         report = _Report()
         t0 = time.time()
-        args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore"] + job["tests"] + \
-            ["test/test_ops.py", "test/test_fuzz.py"]
+        tests = job["tests"] if OPS in job["tests"] else [OPS] + job["tests"]
+        args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore"] + tests + ["test/test_fuzz.py"]
         rc = pytest.main(args, plugins=[_Select(job["family"], set(job["dtypes"])), report])
         vkml_torch._C._set_spirv_dir("")
         print(json.dumps({"rc": int(rc), "failed": report.failed, "passed": report.passed,
@@ -404,6 +416,8 @@ def _device_blobs(names):
 
 
 def _targets(args):
+    if getattr(args, "id", None) and not args.family:
+        return [t for t in TARGETS if any(i.split(":")[0] == t for i in args.id)]
     return args.family or list(TARGETS)
 
 
@@ -458,13 +472,15 @@ def campaign(args):
                 if err:
                     sys.exit(f"mutate: the unmutated {st}.comp does not compile: {err}")
             ms = mutants(target, text)[args.start::args.every]
+            if args.id:  # these mutants again, whatever their results so far
+                ms = [m for m in mutants(target, text) if m[0] in args.id]
             c = canary(target, text)
-            if c is not None and not args.no_canary:
+            if c is not None and not args.no_canary and not args.id:
                 ms = [(f"{target}:canary", 0, "canary", "entry returns at once", c)] + ms
             for mid, line, kind, what, mtext in ms:
                 if args.limit is not None and ran >= args.limit:
                     return
-                if (mid, h) in done:
+                if (mid, h) in done and not args.id:
                     continue
                 src = shaders.copy_tree(os.path.join(tmp, "src"))
                 open(os.path.join(src, fname), "w").write(mtext)
@@ -559,6 +575,8 @@ def main():
     ap.add_argument("--all-variants", action="store_true",
                     help="compile every blob, not only those this device runs (_ieee or plain)")
     ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    ap.add_argument("--id", action="append", help="run this mutant (e.g. fused:102) again (repeatable; "
+                    "the latest result counts)")
     ap.add_argument("--no-canary", action="store_true", help="do not run each target's canary first")
     ap.add_argument("--report", action="store_true", help="only print the score of the results so far")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
