@@ -91,6 +91,10 @@ TARGETS = {
     "norm": ("norm.comp", ["norm"], "norm", ["test/test_norm.py", REGR], None),
     "random": ("random.comp", ["random"], "random", ["test/test_random.py", "test/test_random_cpu_stream.py"], None),
 }
+# Families whose 60 fuzz cases fail on the unmutated shaders (--baseline shows it): every mutant
+# would be "killed" by them, so they are left out until the finding is fixed.
+NO_FUZZ = {"softmax": "log_softmax float32 under check mode: [3, 7, 33] dim 0 (fuzz seed 1902666) "
+                      "differs from the oracle by 1e3 x its tolerance; test_large's [1, 140000] case too"}
 # Survivors looked at and found not to be gaps in the tests: (stem, start of the original line
 # (or the whole line, ending in $), mutation ("" = any), class, why). The report counts them apart from the score; a class:
 #   equivalent   no input can tell the mutant from the original (on any device, or UB that
@@ -136,7 +140,7 @@ ANNOTATED = [
     ("reduce", "[[unroll]] for (uint d = 0u; d < 4u; ++d) {", "< -> <=", "equivalent",
      "the fifth trip is guarded by d < nr, and nr is at most 4"),
     ("reduce", "[[unroll]] for (uint d = 0u; d < 4u; ++d) {", "4u -> 5u", "equivalent",
-     "as above (the fifth trip is guarded by d < nk or d < nr, at most 4)"),
+     "the fifth trip is guarded by d < nk or d < nr, and both are at most 4"),
     ("reduce", "uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);", "* -> /",
      "equivalent", "with fewer groups counted the dispatch takes the one-invocation-per-output path, "
      "which computes the same outputs (test_family_sizes runs it with a 2-D grid)"),
@@ -161,6 +165,9 @@ ANNOTATED = [
      "equal values returned on the line before, so x <= y and x < y agree here"),
     ("reduce", "return OP == OP_ARGMAX ? x > y : x < y;", "> -> >=", "equivalent",
      "as above"),
+    ("softmax", "layout(local_size_x = 128) in;", "128 -> 129", "equivalent",
+     "invocation 128 repeats invocation 0's elements and stores the same outputs; its partial goes "
+     "to s_red[128], past the array (undefined, unread)"),
     ("conv", "layout(local_size_x = 128) in;", "128 -> 129", "equivalent",
      "one output element per invocation (global_index() counts 128 per group): the extra "
      "invocations compute elements that others also compute, with the same value"),
@@ -335,7 +342,8 @@ def worker():
         report = _Report()
         t0 = time.time()
         tests = job["tests"] if OPS in job["tests"] else [OPS] + job["tests"]
-        args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore"] + tests + ["test/test_fuzz.py"]
+        fuzz = [] if job["family"] in NO_FUZZ else ["test/test_fuzz.py"]
+        args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore"] + tests + fuzz
         rc = pytest.main(args, plugins=[_Select(job["family"], set(job["dtypes"])), report])
         vkml_torch._C._set_spirv_dir("")
         print(json.dumps({"rc": int(rc), "failed": report.failed, "passed": report.passed,
@@ -498,6 +506,11 @@ def campaign(args):
             ms = mutants(target, text)[args.start::args.every]
             if args.id:  # these mutants again, whatever their results so far
                 ms = [m for m in mutants(target, text) if m[0] in args.id]
+            if args.baseline:  # the unmutated shaders through the same selection: must pass
+                st, detail = worker.run({"dir": odir, "family": family, "tests": tests,
+                                         "dtypes": sorted(set().union(*VARIANT_DTYPES.values()))}, args.timeout)
+                print(f"mutate: {target} baseline: {'passes' if st == 'survived' else 'FAILS'} {detail}", flush=True)
+                continue
             c = canary(target, text)
             if c is not None and not args.no_canary and not args.id:
                 ms = [(f"{target}:canary", 0, "canary", "entry returns at once", c)] + ms
@@ -601,6 +614,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     ap.add_argument("--id", action="append", help="run this mutant (e.g. fused:102) again (repeatable; "
                     "the latest result counts)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="run each target's tests on the unmutated shaders (they must pass), nothing else")
     ap.add_argument("--no-canary", action="store_true", help="do not run each target's canary first")
     ap.add_argument("--report", action="store_true", help="only print the score of the results so far")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
