@@ -303,6 +303,27 @@ def test_empty_and_zero_dim():
         same_bytes(lambda t: (t * 2 + 1).neg(), x)
 
 
+@pytest.mark.parametrize("narrow,half", [(torch.float16, 2.0 ** -11), (torch.bfloat16, 2.0 ** -8)], ids=["float16", "bfloat16"])
+def test_wider_0dim_operand_rounds_in_a_fused_chain(narrow, half):
+    """A fused step's tensor operand of a wider dtype than the step computes in (a 0-dim float32
+    next to a float16 chain) is rounded to the common dtype first, as unfused (test_promotion.py):
+    just above half an ulp, it rounds to exactly half an ulp and 1 + it ties to even (1.0). Mutant
+    fused:102 (that rounding skipped) gave 1 + 1 ulp."""
+    no_check_mode()
+    one = torch.ones(300, dtype=narrow)
+    tiny = torch.tensor(half + half * 2 ** -12, dtype=torch.float32)
+
+    def fn(x, t):
+        return torch.relu(x * 1.0 + t) * 1.0
+
+    ref = fn(one, tiny)
+    assert ref.dtype == narrow and bool((ref == 1).all()), "torch's rule is not what this test assumes"
+    fused, _ = same_bytes(fn, one, tiny)
+    assert fused["fused"] >= 1, fused
+    got, _ = run(fn, True, one.to(DEV), tiny.to(DEV))
+    assert torch.equal(raw(got), raw(ref))
+
+
 def test_autograd_through_fused_chains():
     torch.manual_seed(0)
     x0 = torch.randn(257, 31)

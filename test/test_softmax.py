@@ -25,3 +25,18 @@ def test_row_maximum_anywhere_in_a_long_row(name, fn, at):
             got = fn(x.to(DEV), 1).cpu()
         assert got.isfinite().all(), f"{name} {mode}: non-finite result with the maximum at {at}"
         assert_close_row(row(name), got, ref, sc, n, what=mode)
+
+
+def test_row_maximum_in_chunk_128_of_a_row_over_128_chunks():
+    """Rows over 128 chunks of 65536 (8,388,608 elements): pass 2 takes the maximum of the chunk
+    maxima 128 at a time, so chunk 128's must be in it; with a partial maximum exp overflows.
+    (Mutant softmax:89, that loop stepping 129, survived the other tests.) The suite's check-mode
+    pass runs it against the oracle too."""
+    n = 129 * 65536 + 10
+    x = torch.zeros(1, n)
+    x[0, 128 * 65536 + 5] = 100.0  # exp(100 - 0) overflows float32
+    ref = torch.softmax(x.double(), 1).float()
+    got = torch.softmax(x.to(DEV), 1).cpu()
+    sc, k = _softmax_scale(x, 1)
+    assert got.isfinite().all(), "non-finite result: the row maximum was not the whole row's"
+    assert_close_row(row("softmax"), got, ref, sc, k)
