@@ -221,16 +221,19 @@ REGRESSIONS = [
 ]
 
 
-# (tag, why, params): found by the fuzzer, not fixed in this branch.
+# (tag, missing, why, params): found by the fuzzer, not fixed. `missing` names what vkml (or the
+# reference) lacks for the case to pass; the xfail's reason starts with it.
 OPEN_XFAIL = [
-    ("layer-norm-overflow", "native_layer_norm of rows whose squared deviations overflow float32 (values "
+    ("layer-norm-overflow", "a single torch CPU answer to match (torch ambiguity)",
+                            "native_layer_norm of rows whose squared deviations overflow float32 (values "
                             "to 3.4e38): vkml gives rstd 0 and y = bias (its rule, and torch's batch norm's; the "
                             "oracle agrees since norm-wide-values was fixed), torch CPU gives NaN for these rows: "
                             "its Welford merge multiplies an overflowed square by a zero count (inf * 0), for some "
                             "row lengths and CPU vector widths only (docs/normalization.md, \"Overflow\"), so "
                             "torch has no single answer here; not a vkml bug",
      P("layer_norm", "native_layer_norm", "float32", [], {}) | {"gen": [0, False, 0, [["c"]] * 8, 0.5]}),
-    ("norm-inf-mean-position", "native_group_norm (bfloat16) of a group holding one -inf: vkml's mean is NaN, as "
+    ("norm-inf-mean-position", "a single torch CPU answer to match (torch ambiguity)",
+                               "native_group_norm (bfloat16) of a group holding one -inf: vkml's mean is NaN, as "
                                "torch CPU's bfloat16 kernel gives; the test's float32 reference gives -inf. torch "
                                "CPU's float32 group norm has no single answer: its vectorised Welford gives NaN "
                                "unless the infinity is the last element of an 8-wide chunk (measured, groups of 10, "
@@ -238,19 +241,23 @@ OPEN_XFAIL = [
      {"row": "group_norm", "ov": "native_group_norm", "dt": "bfloat16",
       "gen": [3412, False, 0, [["t", [0, 1, 4, 3, 5, 2]], ["n", 5, 3, 0], ["c"], ["c"], ["n", 3, 3, 0], ["c"], ["c"],
                                ["n", 3, 2, 2]], 0.1, "b"]}),
-    ("group-norm-backward-nonfinite", "native_group_norm_backward with an Inf/NaN in dy or x (statistics finite): "
-                                      "torch CPU's dw is sum over n of (sum_hw dy * x - sum_hw dy * mean) * rstd "
-                                      "(uncentered per-sample sums), whose inf - inf cancellations differ from "
-                                      "vkml's sum of dy * (x - mean) * rstd; its dx also overflows in rstd^3 for "
-                                      "|rstd| > 1e102 (float64) where vkml does not. Open (vkml bug: torch CPU's "
-                                      "formula is the reference; the layer norm case is fixed)",
+    ("group-norm-backward-nonfinite",
+     "torch CPU's uncentered per-sample dw sums (and its rstd^3 overflow) in vkml's non-finite group norm backward",
+     "native_group_norm_backward with an Inf/NaN in dy or x (statistics finite): "
+     "torch CPU's dw is sum over n of (sum_hw dy * x - sum_hw dy * mean) * rstd "
+     "(uncentered per-sample sums), whose inf - inf cancellations differ from "
+     "vkml's sum of dy * (x - mean) * rstd; its dx also overflows in rstd^3 for "
+     "|rstd| > 1e102 (float64) where vkml does not. Open (vkml bug: torch CPU's "
+     "formula is the reference; the layer norm case is fixed)",
      {"row": "group_norm_backward", "ov": "native_group_norm_backward", "dt": "float16",
       "gen": [13105461, False, 1, [["c"], ["c"], ["c"], ["c"], ["c"], ["n", 5, 1, 0], ["c"],
                                    ["t", [5, 1, 2, 0, 3, 4]]], 0.5, "b"]}),
-    ("batch-norm-backward-nonfinite-stats", "native_batch_norm_backward given a non-finite save_invstd (-inf): torch "
-                                            "CPU sums dy * (x - mean) first and multiplies by invstd^2 after, an "
-                                            "infinity; vkml multiplies each term by rstd first, so terms of both "
-                                            "signs make NaN. Open (only statistics no forward produces)",
+    ("batch-norm-backward-nonfinite-stats",
+     "torch CPU's sum-then-scale order in vkml's batch norm backward for non-finite saved statistics",
+     "native_batch_norm_backward given a non-finite save_invstd (-inf): torch "
+     "CPU sums dy * (x - mean) first and multiplies by invstd^2 after, an "
+     "infinity; vkml multiplies each term by rstd first, so terms of both "
+     "signs make NaN. Open (only statistics no forward produces)",
      {"row": "batch_norm_backward", "ov": "native_batch_norm_backward", "dt": "float32",
       "gen": [21470, False, 10, [["n", 2, 1, 1], ["c"], ["c"], ["t", [2, 5, 3, 4, 0, 1]], ["c"], ["c"], ["c"], ["c"]],
               0.1, "b"]}),
@@ -311,8 +318,8 @@ def test_fuzz_regression(p):
     _replay(p)
 
 
-@pytest.mark.parametrize("p", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"open bug {t}: {why}"),
-                                            id=f"{t}-{p['ov']}") for t, why, p in OPEN_XFAIL])
+@pytest.mark.parametrize("p", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=f"open {t}: missing {miss}; {why}"),
+                                            id=f"{t}-{p['ov']}") for t, miss, why, p in OPEN_XFAIL])
 def test_fuzz_open_bug(p):
     _replay(p)
 
