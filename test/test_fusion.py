@@ -450,6 +450,39 @@ def test_write_after_read_gets_a_barrier():
     assert torch.equal(y.cpu(), xc * 2) and torch.equal(x.cpu(), xc + 1)
 
 
+def test_a_node_of_several_dispatches_orders_what_follows():
+    """A softmax over rows longer than one chunk runs three dispatches with barriers between them.
+    The barrier after its first dispatch must not make the backend forget the node: the next node
+    that reads its output (RAW), or writes its input (WAR), waits for its last dispatch. Lavapipe
+    runs dispatches one after another, so a missing barrier shows only in this count; on NVIDIA
+    it gave wrong values (softmax, index_put with accumulate, index_copy, embedding backward)."""
+    no_check_mode()
+    vkml_torch.set_fuse(False)
+    x = torch.randn(2, 70001, device=DEV)
+    xc = x.cpu()
+    torch.vkml.synchronize()
+    b = stats()
+    y = torch.softmax(x, 1)
+    torch.vkml.synchronize()
+    alone = stats()["barriers"] - b["barriers"]
+    assert alone >= 2, alone  # three passes
+    b = stats()
+    y = torch.softmax(x, 1)
+    z = y + 1  # reads the softmax's output
+    torch.vkml.synchronize()
+    assert stats()["barriers"] - b["barriers"] == alone + 1
+    b = stats()
+    y2 = torch.softmax(x, 1)
+    x.add_(1)  # writes the softmax's input
+    torch.vkml.synchronize()
+    assert stats()["barriers"] - b["barriers"] == alone + 1
+    ref = torch.softmax(xc, 1)
+    torch.testing.assert_close(y.cpu(), ref)  # float32 softmax: torch's default float32 tolerances
+    torch.testing.assert_close(z.cpu(), ref + 1)
+    torch.testing.assert_close(y2.cpu(), ref)
+    assert torch.equal(x.cpu(), xc + 1)
+
+
 # ---- profiler, several devices --------------------------------------------------------------------
 def test_profiler_times_a_fused_dispatch_as_one_kernel():
     """vkml_torch.profile(): a fused node is one timed kernel, named by the rows it runs (and past

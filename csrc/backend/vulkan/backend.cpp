@@ -140,7 +140,10 @@ class VulkanBackend final : public Backend {
         const char* name = op;
         if (n.op == OpId::fused && ts_.active()) name = (fused = fused_name(n)).c_str();
         for (int i = 0; i < *k; ++i) {
-          if (i > 0) full_barrier();  // a node's dispatches depend on each other
+          // A node's dispatches depend on each other. The barrier forgets what came before, so
+          // the node's own operands are noted again: the next node that reads its output (or
+          // writes what it reads) must still wait for its last dispatch.
+          if (i > 0) full_barrier(), note(n);
           VKML_TRY(record_dispatch(ds[i], name));
           ++count;
         }
@@ -263,8 +266,13 @@ class VulkanBackend final : public Backend {
   void order(const Node& n) {
     const bool known = operands_only(op_info(n.op).family);
     if (hazards_.touched && (!known || hazards_.all || hazards_.conflicts(n))) full_barrier();
+    note(n);
+  }
+
+  // Records that the dispatches since the last barrier touch n's operands.
+  void note(const Node& n) {
     hazards_.touched = true;
-    if (!known || !hazards_.add(n)) hazards_.all = true;
+    if (!operands_only(op_info(n.op).family) || !hazards_.add(n)) hazards_.all = true;
   }
 
   Result<void> record_copy(const Node& n) {
