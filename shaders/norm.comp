@@ -151,13 +151,26 @@ void forward(uint g, uint R) {
     }
   }
   const T wc = per_channel ? ld1_or(W, g, T(1)) : T(1), bc = per_channel ? ld1_or(B, g, T(0)) : T(0);
+  // Group norm folds the statistics into a scale and bias per channel, as torch does (so an
+  // infinite weight gives torch's NaNs); layer and batch norm keep (x - mean) * rstd * w + b,
+  // torch CUDA's batch norm form (more accurate than the CPU's folded one for a large mean).
+  const bool folded = !per_channel && (p.flags & NORM_LAYER) == 0u;
   for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
       uint r = r0 + u * 128u + tid;
       if (r < R) {
         locate(g, r, a, c, s);
         const T w = per_channel ? wc : ld1_or(W, c, T(1)), b = per_channel ? bc : ld1_or(B, c, T(0));
-        T y = (ld3(X, a, c, s) - mean) * rstd * w + b;
+        const T x = ld3(X, a, c, s);
+        T y;
+        if (folded) {  // group norm: torch's CPU and CUDA kernels alike, y = x * scale + bias
+          precise T sc = rstd * w;
+          precise T bi = -sc * mean + b;
+          precise T yf = sc * x + bi;
+          y = yf;
+        } else {
+          y = (x - mean) * rstd * w + b;
+        }
         st3(Y, a, c, s, y);
       }
     }

@@ -15,7 +15,7 @@ namespace vkml::pc {
 #define NORM_TRAINING 2u     // statistics from the batch (batch norm), not from run_mean / run_var
 #define NORM_VAR_GIVEN 4u    // backward: the bstat slot holds a variance, not an rstd
 #define NORM_BACKWARD 8u
-#define NORM_LAYER 16u     // layer norm backward (its dw formula for non-finite statistics)
+#define NORM_LAYER 16u     // layer norm (the backward: its dw formula for non-finite statistics; the forward: not folded)
 
 PB_BEGIN(NormParams)
   u64 t[NORM_SLOTS];       // operand addresses by slot; 0 = absent

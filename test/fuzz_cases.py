@@ -553,19 +553,8 @@ def _scale_fn(p):
     if aten == "softmax_forward":
         return lambda a: [_softmax_scale(a[0], a[1])]
     if aten == "softmax_backward":
-        log = r["name"].startswith("log_")
-
-        def sc(a):
-            gd, od, dim = a[0].double(), a[1].double(), a[2]
-            if gd.dim() == 0:
-                return [(gd.abs() * 2 + 1, 1)]
-            nn = gd.shape[dim]
-            if log:
-                s = gd.abs() + od.exp() * gd.abs().sum(dim, keepdim=True)
-            else:
-                s = od.abs() * (gd.abs() + (gd * od).abs().sum(dim, keepdim=True))
-            return [(s, nn)]
-        return sc
+        from op_cases_nn import softmax_backward_scale
+        return lambda a: softmax_backward_scale(r, a)
     if aten == "nll_forward":
         return _nll_scale
     if r["name"] == "log":

@@ -141,7 +141,8 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None, compute=None):
         # a subnormal result, or any of the n - 1 partial sums of a reduction, may be flushed.
         small = tiny_of(prec)
         sub = (g.abs() < small) | (r.abs() < small)
-        return a + (max(n, 1) - 1) * small + torch.where(sub, small, 0.0)
+        # (sub * small: torch.where of two Python floats is float32, where float64's is 0)
+        return a + (max(n, 1) - 1) * small + sub.double() * small
     # At the top of the range a result within its tolerance of a finite value may round to
     # infinity on one side only (as check mode accepts).
     one_inf = (r.isinf() ^ g.isinf()) & ~nan_bad & ~r.isnan() & ~g.isnan()

@@ -64,8 +64,9 @@ class Groups:
         return self.e_var(e) + (_L(self.R) + 9) * 4 * e * self.mabs * self.var.sqrt()
 
 
-def forward(grp, w, b, eps, e, rm=None, rv=None, training=True, momentum=0.1, vs_cpu=True):
-    """[(scale, 1)] for y, mean, rstd (and the running stats' new values when given), in eps units."""
+def forward(grp, w, b, eps, e, rm=None, rv=None, training=True, momentum=0.1, vs_cpu=True, fold=False):
+    """[(scale, 1)] for y, mean, rstd (and the running stats' new values when given), in eps units.
+    fold: group norm, whose y vkml computes in torch's folded form too (norm_bounds.h e_fold)."""
     if training:
         mu, var = grp.mu, grp.var
         v = var + eps
@@ -82,9 +83,12 @@ def forward(grp, w, b, eps, e, rm=None, rv=None, training=True, momentum=0.1, vs
     xh = (x - M) * Rs
     nz = lambda t: torch.where(Rs > 0, t / Rs, torch.zeros_like(Rs))  # noqa: E731
     ey = W.abs() * Rs * EM + W.abs() * xh.abs() * (nz(ER) + 3 * e) + e * (W.abs() * xh.abs() + B.abs())
+    fold_term = e * ((2 * x.abs() + 3 * M.abs()) * Rs * W.abs() + B.abs() + (xh * W + B).abs())
+    if fold:  # ours in the folded form: its own rounding (e_fold)
+        ey = ey + fold_term
     if vs_cpu:  # torch CPU: its statistics' bound, and its alpha/beta form
         ey = ey + W.abs() * Rs * EM + W.abs() * xh.abs() * nz(ERC) + \
-            e * ((2 * x.abs() + 3 * M.abs()) * Rs * W.abs() + B.abs() + (xh * W + B).abs())
+            fold_term
     k = 2 if vs_cpu else 1
     out = [(ey / e, 1), (k * em / e, 1), ((er + (erc if vs_cpu else 0)) / e, 1)]
     if training and rm is not None:
@@ -125,7 +129,8 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
     L = _L(grp.R)
     ma, mb = per_group(a.abs()), per_group((a * xh).abs())
     if train:
-        edx = Ra * wp.abs() * e * ((L + 17) * (ma + xh.abs() * mb) + 5 * a.abs())
+        # the small factors meet the large ones first: rstd * w * e alone underflows for a tiny w
+        edx = e * (Ra * (wp.abs() * ((L + 17) * (ma + xh.abs() * mb) + 5 * a.abs())))
     else:
         edx = 6 * e * (dy * W * Rs).abs()
     Lc = _L(grp.A * grp.S)

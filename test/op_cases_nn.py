@@ -228,18 +228,29 @@ def gen_softmax_bwd(row, overload, dtype, rng, special):
             out = fwd(xc, d, False)
             g = rand(tuple(xc.shape), dtype, rng)
 
-            def sc(a):
-                gd, od, dim = a[0].double(), a[1].double(), a[2]
-                if gd.dim() == 0:
-                    return [(gd.abs() * 2 + 1, 1)]
-                n = gd.shape[dim]
-                if log:
-                    s = gd.abs() + od.exp() * gd.abs().sum(dim, keepdim=True)
-                else:
-                    s = od.abs() * (gd.abs() + (gd * od).abs().sum(dim, keepdim=True))
-                return [(s, n)]
+            sc = lambda a: softmax_backward_scale(row, a)  # noqa: E731
             cases.append(wrap_call(overload, [In(g), In(out.contiguous()), d, dtype], f"{desc} dim={d}", [dtype], sc))
     return cases
+
+
+def softmax_backward_scale(row, a):
+    """[(scale, n)] of _softmax_backward_data / _log_softmax_backward_data(grad, out, dim, dtype), as
+    the oracle's (backend/cpu/softmax.cpp backward_row): the sum's terms, plus one smallest normal
+    of absolute error (in scale units) where an exp(out) or a product below the normal range may
+    come out 0 (Vulkan's precision holds for normal results only): log_softmax times |sum grad| + 1,
+    softmax times D |out|."""
+    gd, od, dim = a[0].double(), a[1].double(), a[2]
+    if gd.dim() == 0:
+        return [(gd.abs() * 2 + 1, 1)]
+    n = gd.shape[dim]
+    compute = torch.float64 if a[1].dtype == torch.float64 else torch.float32
+    fi = torch.finfo(compute)
+    flush = fi.smallest_normal / (float(row["tol_bound"]) * fi.eps * (math.log2(max(n, 1)) + 1))
+    if row["name"].startswith("log_"):
+        s = gd.abs() + od.exp() * gd.abs().sum(dim, keepdim=True) + flush * (gd.sum(dim, keepdim=True).abs() + 1)
+    else:
+        s = od.abs() * (gd.abs() + (gd * od).abs().sum(dim, keepdim=True)) + flush * n * od.abs()
+    return [(s, n)]
 
 
 def _nll_inputs(dtype, rng, special):

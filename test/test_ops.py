@@ -153,7 +153,11 @@ def scalar_rounding_ambiguous(row, case):
     a, b = case.args[0], case.args[1]
     if not (isinstance(a, In) and a.base.dtype in NARROW):
         return False
-    return not isinstance(b, In) or b.cpu().dim() == 0
+    if not isinstance(b, In):
+        return True
+    # a 0-dim tensor operand: a scalar only where it does not take part in promotion (self not
+    # 0-dim as well, or the same category), so that the result keeps self's narrow dtype
+    return b.cpu().dim() == 0 and torch.result_type(a.cpu(), b.cpu()) == a.base.dtype
 
 
 def scalar_refs(overload, case):

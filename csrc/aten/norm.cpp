@@ -46,6 +46,7 @@ void forward_node(OpId id, const at::Tensor& x, const at::Tensor& y, const at::T
   NormArgs a;
   a.groups = groups;
   a.eps = eps;
+  a.layer = id == OpId::layer_norm;
   record_node(id, x, a, t, 5, 5);
 }
 

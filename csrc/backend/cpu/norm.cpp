@@ -140,9 +140,13 @@ void forward(const Node& n, const Geo& g, double e, Scales& sc) {
       g.locate(grp, r, ai, ci, si);
       const LD x = get3(n.t[F::x], ai, ci, si), w = get1(n.t[F::w], ci, 1), b = get1(n.t[F::b], ci, 0);
       const LD xh = (x - mu) * rstd;
-      put3(n.t[F::y], ai, ci, si, xh * w + b);
-      const double ey = rstd == 0 ? e * std::fabs(double(b))
-                                  : nb::e_y(double(w), double(b), double(xh), double(rstd), mean_err, rstd_err, e);
+      // group norm: torch's folded form x * (rstd * w) + (b - mean * rstd * w), as the shader
+      const bool folded = !g.per_channel && !a.layer;
+      const LD y = folded ? x * (rstd * w) + (-(rstd * w) * mu + b) : xh * w + b;
+      put3(n.t[F::y], ai, ci, si, y);
+      double ey = rstd == 0 ? e * std::fabs(double(b))
+                            : nb::e_y(double(w), double(b), double(xh), double(rstd), mean_err, rstd_err, e);
+      if (folded) ey += nb::e_fold(double(x), double(mu), double(w), double(b), double(rstd), double(y), e);
       sc.set3(F::y, g, ai, ci, si, ey / e);
     }
   }

@@ -43,11 +43,18 @@ inline double e_y(double w, double b, double xh, double rstd, double mean_err, d
   return aw * rstd * mean_err + aw * std::fabs(xh) * (rstd_err / rstd + 3 * e) + e * (aw * std::fabs(xh) + std::fabs(b));
 }
 
+// The folded form's own rounding, on top of e_y: scale = rstd * w, bias = b - mean * scale,
+// y = x * scale + bias (each product and sum rounded once, scale's error reaching x and mean).
+inline double e_fold(double x, double mu, double w, double b, double rstd, double y, double e) {
+  return e * ((2 * std::fabs(x) + 3 * std::fabs(mu)) * std::fabs(rstd * w) + std::fabs(b) + std::fabs(y));
+}
+
 // dx = rstd * w' * (a - mean(a) - xh * mean(a * xh)) over a group of n: ma = mean |a|,
 // mb = mean |a * xh|; a = dy * w (per sample) or dy (per channel, then w' = w).
 inline double e_dx(double rstd, double wp, double a, double xh, double ma, double mb, double L, double e) {
   // |rstd|: an rstd given to the backward may be negative (any tensor is a valid input)
-  return std::fabs(rstd) * std::fabs(wp) * e * ((L + 17) * (ma + std::fabs(xh) * mb) + 5 * std::fabs(a));
+  // the small factors meet the large ones first: rstd * w * e alone underflows for a tiny w
+  return e * (std::fabs(rstd) * (std::fabs(wp) * ((L + 17) * (ma + std::fabs(xh) * mb) + 5 * std::fabs(a))));
 }
 
 }  // namespace vkml::cpu::norm_bounds

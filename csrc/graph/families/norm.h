@@ -22,7 +22,7 @@ struct NormArgs {
   bool per_channel = false;   // batch norm: statistics per channel over (A, S)
   bool training = true;       // batch norm: statistics from the batch (else from run_mean / run_var)
   bool var_given = false;     // backward: bstat is a variance, not an rstd
-  bool layer = false;         // layer norm's backward: torch CPU's dw formula for non-finite statistics
+  bool layer = false;         // layer norm (forward: y unfolded; backward: torch CPU's dw for non-finite statistics)
   int64_t groups = 1;         // statistics groups per sample (layer norm: 1)
   double eps = 1e-5;
   double momentum = 0.1;      // training batch norm: new = momentum * batch + (1 - momentum) * old
