@@ -219,24 +219,48 @@ void backward(uint g, uint R) {
   // groups keep the form above (no cancellation for |mean| >> std). sa, sb, mean: uniform.
   if (!per_channel && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb) || is_inf(mean) || is_nan(mean) ||
                        is_inf(rstd) || is_nan(rstd))) {
-    pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
-      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-        uint r = r0 + u * 128u + tid;
-        if (r < R) {
-          locate(g, r, a, c, s);
-          acc_push(ld3(DY, a, c, s) * ld3(BX, a, c, s) * ld1_or(BW, c, T(1)), T(0));  // torch's dy * x * w
+    T ds, db = sa;
+    if ((p.flags & NORM_TORCH_DX) != 0u) {
+      // group norm: torch sums each channel first, ds = sum_c (sum_s dy * x) * w_c and db likewise
+      // (an infinite w_c times one sum is one infinity; times each term, infinities of both signs)
+      ds = T(0);
+      db = T(0);
+      const uint n0 = g / p.G, c0 = (g % p.G) * K;
+      for (uint j = 0u; j < K; ++j) {
+        pn = 0u;
+        for (uint s0 = 0u; s0 < p.S; s0 += 128u) {
+          const uint sj = s0 + tid;
+          if (sj < p.S) {
+            const T dy = ld3(DY, n0, c0 + j, sj);
+            acc_push(dy * ld3(BX, n0, c0 + j, sj), dy);
+          }
         }
+        T dsc, dbc;
+        acc_total(dsc, dbc);
+        const T wc = ld1_or(BW, c0 + j, T(1));
+        ds += dsc * wc;
+        db += dbc * wc;
       }
-    T ds, unused;
-    acc_total(ds, unused);
+    } else {
+      pn = 0u;
+      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+          uint r = r0 + u * 128u + tid;
+          if (r < R) {
+            locate(g, r, a, c, s);
+            acc_push(ld3(DY, a, c, s) * ld3(BX, a, c, s) * ld1_or(BW, c, T(1)), T(0));  // torch's dy * x * w
+          }
+        }
+      T unused;
+      acc_total(ds, unused);
+    }
     const T scale = T(1) / T(R);
     // precise: torch's left-to-right order; rstd * rstd first would underflow for a tiny rstd
-    precise T tb = (sa * mean - ds) * rstd;
+    precise T tb = (db * mean - ds) * rstd;
     tb = tb * rstd;
     tb = tb * rstd;
     tb = tb * scale;
-    precise T tc = -tb * mean - (sa * rstd) * scale;
+    precise T tc = -tb * mean - (db * rstd) * scale;
     for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
       [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
         uint r = r0 + u * 128u + tid;
@@ -287,6 +311,25 @@ void affine(uint c, uint R) {
     }
   T sa, sb;
   acc_total(sa, sb);
+  // Group norm whose dw came out non-finite: torch CPU's form, sum over the samples of
+  // (sum_s dy * x - sum_s dy * mean) * rstd, whose inf - inf cancellations decide where it is NaN
+  // (an invocation per sample; the lowering sets the flag only where its loop fits). sb: uniform.
+  if ((p.flags & NORM_TORCH_DW) != 0u && (is_inf(sb) || is_nan(sb))) {
+    pn = 0u;
+    for (uint a = tid; a < p.A; a += 128u) {
+      T mean, rstd;
+      stats_of(a * p.G + c / K, mean, rstd);
+      T ds = T(0), db = T(0);
+      for (uint s = 0u; s < p.S; ++s) {
+        const T dy = ld3(DY, a, c, s);
+        ds += dy * ld3(BX, a, c, s);
+        db += dy;
+      }
+      acc_push((ds - db * mean) * rstd, T(0));
+    }
+    T unused;
+    acc_total(sb, unused);
+  }
   if (tid == 0u) {
     st1(DW, c, sb);
     st1(DB, c, sa);

@@ -15,6 +15,8 @@ namespace vkml::pc {
 #define NORM_TRAINING 2u     // statistics from the batch (batch norm), not from run_mean / run_var
 #define NORM_VAR_GIVEN 4u    // backward: the bstat slot holds a variance, not an rstd
 #define NORM_BACKWARD 8u
+#define NORM_TORCH_DX 64u  // group norm backward: torch's sums per channel first in the non-finite dx (lower_norm.cpp)
+#define NORM_TORCH_DW 32u  // group norm backward: a non-finite dw in torch CPU's per-sample form (lower_norm.cpp)
 #define NORM_LAYER 16u     // layer norm (the backward: its dw formula for non-finite statistics; the forward: not folded)
 
 PB_BEGIN(NormParams)

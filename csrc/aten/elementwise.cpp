@@ -190,7 +190,8 @@ void run(OpId id, Call& c, at::TensorIteratorBase& iter, ElementwiseArgs args) {
   if (const int ai = c.index("alpha"); ai >= 0 && !c.arg(ai).isNone()) {
     const c10::Scalar alpha = c.arg(ai).toScalar();
     at::native::alpha_check(common, alpha);  // torch's own (its add/sub metas'), before vkml's dtype limits
-    args.s0 = to_scalar(alpha);
+    // a bool add takes alpha as a bool, as torch's kernel does (alpha=-1: a or b, not a - b)
+    args.s0 = to_scalar(common == c10::ScalarType::Bool ? c10::Scalar(alpha.to<bool>()) : alpha);
   }
   const DType ct = to_dtype(common, op_info(id).name);
   check_dtype(id, ct);

@@ -52,6 +52,8 @@ Result<void> run(const Node& n, std::vector<double>* scale) {
   constexpr bool kFloat = std::is_same_v<V, double>;
   const A& args = n.as<A>();
   const int dims = args.dims;
+  const bool f32 = compute_of(n.compute) == Compute::f32;
+  constexpr double kF32Inf = 0x1.ffffffp127;  // float32 rounds this and above to infinity
   const TensorDesc& res = n.t[A::out];
   const size_t count = size_t(res.numel());
   std::vector<V> acc(count, V(0));
@@ -111,6 +113,10 @@ Result<void> run(const Node& n, std::vector<double>* scale) {
                       if (args.pass == A::to_small) v = x * W.get<V>(a, bl, k), e = S.lin(b, a, o);
                       else if (args.pass == A::to_big) v = S.get<V>(b, a, o) * W.get<V>(a, bl, k), e = B.lin(b, c, q);
                       else v = S.get<V>(b, a, o) * x, e = W.lin(a, bl, k);
+                      // a float32 product past float32's range is an infinity on the GPU, and so
+                      // here (1e30 * 4.5e15 then meets +inf: NaN, as on the GPU and in torch CPU)
+                      if constexpr (kFloat)
+                        if (f32 && std::fabs(v) >= kF32Inf) v = std::copysign(double(INFINITY), v);
                       acc[size_t(e)] += v;
                       if constexpr (kFloat) mag[size_t(e)] += std::fabs(v);
                     }

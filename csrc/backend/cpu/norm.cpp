@@ -196,12 +196,29 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
     // dx = rstd * a + b * x + c (NaN where b * x and c are opposite infinities), as the shader
     if (!g.per_channel && n.t[B::dx].addr &&
         !(std::isfinite(sa) && std::isfinite(sb) && std::isfinite(mu) && std::isfinite(rstd))) {
-      LD ds = 0;
-      for (int64_t r = 0; r < R; ++r) {
-        g.locate(grp, r, ai, ci, si);
-        ds += get3(n.t[B::dy], ai, ci, si) * get3(n.t[B::bx], ai, ci, si) * get1(n.t[B::bw], ci, 1);  // torch's order
+      LD ds = 0, db = sa;
+      if (!a.layer) {  // group norm: torch's per-channel sums first, (sum_s dy * x) * w_c, as the shader
+        std::vector<LD> dsc(size_t(g.K), 0), dbc(size_t(g.K), 0);
+        const int64_t c0 = grp % g.G * g.K;
+        for (int64_t r = 0; r < R; ++r) {
+          g.locate(grp, r, ai, ci, si);
+          const LD dy = get3(n.t[B::dy], ai, ci, si);
+          dsc[size_t(ci - c0)] += dy * get3(n.t[B::bx], ai, ci, si);
+          dbc[size_t(ci - c0)] += dy;
+        }
+        db = 0;
+        for (int64_t j = 0; j < g.K; ++j) {
+          const LD wc = get1(n.t[B::bw], c0 + j, 1);
+          ds += dsc[size_t(j)] * wc;
+          db += dbc[size_t(j)] * wc;
+        }
+      } else {
+        for (int64_t r = 0; r < R; ++r) {
+          g.locate(grp, r, ai, ci, si);
+          ds += get3(n.t[B::dy], ai, ci, si) * get3(n.t[B::bx], ai, ci, si) * get1(n.t[B::bw], ci, 1);  // torch's order
+        }
       }
-      const LD tb = (sa * mu - ds) * rstd * rstd * rstd / LD(R), tc = -tb * mu - sa * rstd / LD(R);
+      const LD tb = (db * mu - ds) * rstd * rstd * rstd / LD(R), tc = -tb * mu - db * rstd / LD(R);
       for (int64_t r = 0; r < R; ++r) {
         g.locate(grp, r, ai, ci, si);
         const LD dx = rstd * av[size_t(r)] + tb * get3(n.t[B::bx], ai, ci, si) + tc;
@@ -239,6 +256,21 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
         const LD t = dy * (torch_form ? rstd * x + (-rstd * mu) : (x - mu) * rstd);
         sdy += dy, sdx += t, ady += std::fabs(dy), adx += std::fabs(t);
       }
+    if (!a.layer && !std::isfinite(sdx)) {  // group norm: torch CPU's per-sample form, as the shader
+      sdx = 0;
+      for (int64_t ai = 0; ai < g.A; ++ai) {
+        LD mu, rstd;
+        double rel;
+        bwd_stats(n, g.group_of(ai, c), e, mu, rstd, rel);
+        LD ds = 0, db = 0;
+        for (int64_t si = 0; si < g.S; ++si) {
+          const LD dy = get3(n.t[B::dy], ai, c, si);
+          ds += dy * get3(n.t[B::bx], ai, c, si);
+          db += dy;
+        }
+        sdx += (ds - db * mu) * rstd;
+      }
+    }
     put1(n.t[B::dw], c, sdx);
     put1(n.t[B::db], c, sdy);
     sc.set1(B::dw, c, (Lc + 8) * double(adx));
