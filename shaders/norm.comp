@@ -192,6 +192,9 @@ void backward(uint g, uint R) {
   stats_of(g, mean, rstd);
   uint a, c, s;
   T sa = T(0), sb = T(0);
+  // Batch norm given a non-finite invstd: torch CPU's order, dotp = sum(dy * (x - mean)) first and
+  // invstd after (dw = dotp * invstd), where ours would make infinities of both signs (NaN).
+  const bool torch_bn = per_channel && (is_inf(rstd) || is_nan(rstd));
   if (train || (per_channel && (has(DW) || has(DB)))) {
     pn = 0u;
     for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
@@ -201,14 +204,31 @@ void backward(uint g, uint R) {
           locate(g, r, a, c, s);
           T ai = ld3(DY, a, c, s);
           if (!per_channel) ai *= ld1_or(BW, c, T(1));
-          acc_push(ai, ai * ((ld3(BX, a, c, s) - mean) * rstd));
+          const T d = ld3(BX, a, c, s) - mean;
+          acc_push(ai, torch_bn ? ai * d : ai * (d * rstd));
         }
       }
     acc_total(sa, sb);
   }
   if (per_channel && tid == 0u) {
-    st1(DW, g, sb);
+    st1(DW, g, torch_bn ? sb * rstd : sb);
     st1(DB, g, sa);
+  }
+  if (torch_bn && train && has(DX)) {  // torch: k = dotp * invstd * invstd / N, dx = (dy - mean(dy) - (x - mean) * k) * invstd * w
+    const T wb = ld1_or(BW, g, T(1));
+    precise T k = sb * rstd;
+    k = k * rstd;
+    k = k / T(R);
+    const T mdy = sa / T(R);
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+        uint r = r0 + u * 128u + tid;
+        if (r < R) {
+          locate(g, r, a, c, s);
+          st3(DX, a, c, s, (ld3(DY, a, c, s) - mdy - (ld3(BX, a, c, s) - mean) * k) * rstd * wb);
+        }
+      }
+    return;
   }
   if (!has(DX)) return;
   const T wg = per_channel ? ld1_or(BW, g, T(1)) : T(1);

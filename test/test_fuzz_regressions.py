@@ -240,6 +240,11 @@ REGRESSIONS = [
      "to the denormal grid (an absolute error of up to 1.4e-45 times dy); the bound against torch CPU now has it "
      "(found by make fuzz, seed 31337)",
      {"row": "group_norm_backward", "ov": "native_group_norm_backward", "dt": "float32", "gen": [0, False, 0, [["t", [3, 1, 2, 0, 4, 5]], ["c"], ["t", [3, 1, 2, 0, 4, 5]], ["c"], ["n", 3, 3, 0], ["s", 1, 3, 2], ["c"], ["s", 0, 3, 2]], 0.5, "b"], "args": [], "kwargs": {}}),
+    ("batch-norm-backward-nonfinite-stats (fixed: given a non-finite invstd, batch norm's backward follows torch "
+     "CPU's order, dotp = sum(dy * (x - mean)) first and invstd after, shader and oracle)",
+     {"row": "batch_norm_backward", "ov": "native_batch_norm_backward", "dt": "float32",
+      "gen": [21470, False, 10, [["n", 2, 1, 1], ["c"], ["c"], ["t", [2, 5, 3, 4, 0, 1]], ["c"], ["c"], ["c"], ["c"]],
+              0.1, "b"]}),
     ("mul of a 0-dim bfloat16 self and a 0-dim float64 tensor: the harness took it for a scalar operand (its "
      "two narrow-rounding references), but both 0-dim operands promote, to float64 (found by make fuzz, seed 777)",
      {"row": "mul", "ov": "mul.Tensor", "dt": "float64",
@@ -317,15 +322,6 @@ OPEN_XFAIL = [
      {"row": "layer_norm_backward", "ov": "native_layer_norm_backward", "dt": "float32",
       "gen": [2163, True, 3, [["c"], ["n", 3, 3, 1], ["s", 5, 2, 0], ["n", 5, 1, 1], ["c"], ["n", 3, 2, 1], ["c"],
                               ["t", [1, 3, 0, 5, 2, 4]]], 0.1, "b"]}),
-    ("batch-norm-backward-nonfinite-stats",
-     "torch CPU's sum-then-scale order in vkml's batch norm backward for non-finite saved statistics",
-     "native_batch_norm_backward given a non-finite save_invstd (-inf): torch "
-     "CPU sums dy * (x - mean) first and multiplies by invstd^2 after, an "
-     "infinity; vkml multiplies each term by rstd first, so terms of both "
-     "signs make NaN. Open (only statistics no forward produces)",
-     {"row": "batch_norm_backward", "ov": "native_batch_norm_backward", "dt": "float32",
-      "gen": [21470, False, 10, [["n", 2, 1, 1], ["c"], ["c"], ["t", [2, 5, 3, 4, 0, 1]], ["c"], ["c"], ["c"], ["c"]],
-              0.1, "b"]}),
 ]
 
 
@@ -364,15 +360,6 @@ def _rstd_cubed_overflows(p):
     return bool((r.isfinite() & (r ** 3 > top)).any())
 
 
-def _nonfinite_stats(p):
-    """Whether a batch norm backward case's given statistics (running or saved) hold an Inf/NaN."""
-    try:
-        args = [a.cpu() if hasattr(a, "cpu") else a for a in build(p).args]
-    except Exception:
-        return False
-    return any(torch.is_tensor(a) and a.is_floating_point() and not bool(a.isfinite().all()) for a in args[3:7])
-
-
 _PATTERN = re.compile(r"NaN mismatch: .*got (nan|-?inf), expected (nan|-?inf)$")  # non-finite values only
 
 KNOWN += [
@@ -385,8 +372,6 @@ KNOWN += [
      and _rstd_cubed_overflows(p)),
     ("batch-norm-nonfinite-weight", lambda p, m: p["row"] == "batch_norm" and "lazy result 0 NaN mismatch" in m
      and _PATTERN.search(m) is not None and _nonfinite_affine(p)),
-    ("batch-norm-backward-nonfinite-stats", lambda p, m: p["row"] == "batch_norm_backward" and bool(p.get("gen"))
-     and _PATTERN.search(m) is not None and _nonfinite_stats(p)),
 ]
 
 

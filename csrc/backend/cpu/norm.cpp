@@ -183,12 +183,33 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
       ma += std::fabs(av[size_t(r)]);
       mb += std::fabs(av[size_t(r)] * xh[size_t(r)]);
     }
+    // batch norm given a non-finite invstd: torch CPU's order, dotp = sum(dy * (x - mean)), then
+    // dw = dotp * invstd and dx = (dy - mean(dy) - (x - mean) * dotp * invstd^2 / N) * invstd * w
+    const bool torch_bn = g.per_channel && !std::isfinite(rstd);
+    if (torch_bn) {
+      LD dotp = 0;
+      for (int64_t r = 0; r < R; ++r) {
+        g.locate(grp, r, ai, ci, si);
+        dotp += av[size_t(r)] * (get3(n.t[B::bx], ai, ci, si) - mu);
+      }
+      sb = dotp * rstd;
+      if (train && n.t[B::dx].addr) {
+        const LD k = dotp * rstd * rstd / LD(R), w = get1(n.t[B::bw], grp, 1);
+        for (int64_t r = 0; r < R; ++r) {
+          g.locate(grp, r, ai, ci, si);
+          const LD dx = (av[size_t(r)] - sa / LD(R) - (get3(n.t[B::bx], ai, ci, si) - mu) * k) * rstd * w;
+          put3(n.t[B::dx], ai, ci, si, dx);
+          sc.set3(B::dx, g, ai, ci, si, 6 * std::fabs(double(dx)));
+        }
+      }
+    }
     if (g.per_channel) {  // a = dy here: the weight and bias gradients of channel grp
       put1(n.t[B::dw], grp, sb);
       put1(n.t[B::db], grp, sa);
       sc.set1(B::dw, grp, (L + 8) * double(mb));
       sc.set1(B::db, grp, (L + 3) * double(ma));
     }
+    if (torch_bn && train) continue;
     ma /= LD(R);
     mb /= LD(R);
     const LD wp = g.per_channel ? get1(n.t[B::bw], grp, 1) : LD(1);
