@@ -156,8 +156,8 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
             2 * e * ((Rs * a).abs() + (bp * x).abs() + cp.abs())
         # torch's c1 = rstd * w: below the normal range its rounding is absolute, up to one
         # denormal spacing, and c1 * dy carries it (a given rstd of 1.4e-45: fuzz seed 31337)
-        spacing = 2.0 ** -1074 if e < 2.0 ** -30 else 2.0 ** -149
-        tiny = 2.0 ** -1022 if e < 2.0 ** -30 else 2.0 ** -126
+        fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
+        spacing, tiny = fi.smallest_normal * fi.eps, fi.smallest_normal  # the denormal spacing
         cdx = cdx + torch.where((Rs * W).abs() < tiny, spacing * dy.abs(), torch.zeros_like(dy))
         # group norm's dw from sum(dy * x) - sum(dy) * mean (uncentered)
         cdw = cdw + (Lc + 4) * e * per_chan(Ra * (dy * x).abs() + Ra * M.abs() * dy.abs())

@@ -82,16 +82,15 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   if (uint64_t(p.A) * p.C * p.S == 0) return 0;
   const uint64_t stat_groups = a.per_channel ? p.C : uint64_t(p.A) * p.G;
   int count = 0;
-  // Group norm's non-finite dw in torch's per-sample form loops over a sample's S elements in one
-  // invocation, ceil(A / 128) samples each: only where that fits a loop-limited driver (lavapipe);
-  // past it the centered form stays (docs/normalization.md).
-  const uint64_t torch_dw_trips = (uint64_t(p.A) + 127) / 128 * (uint64_t(p.S) + 1);
-  if (a.backward && !a.per_channel && !a.layer && (!lim.max_loop_trips || torch_dw_trips + 64 <= lim.max_loop_trips))
-    p.flags |= NORM_TORCH_DW;
-  // And its non-finite dx from per-channel sums: K reductions over S in each group's workgroup.
-  const uint64_t torch_dx_trips = uint64_t(p.C / p.G) * ((uint64_t(p.S) + 127) / 128 + 16);
-  if (a.backward && !a.per_channel && !a.layer && (!lim.max_loop_trips || torch_dx_trips + 64 <= lim.max_loop_trips))
-    p.flags |= NORM_TORCH_DX;
+  // Group norm's backward with non-finite sums takes torch's forms: dw per sample (an invocation
+  // loops over a sample's S elements, ceil(A / 128) samples each), dx from per-channel sums (K
+  // reductions over S per workgroup). Each only where its loop fits a loop-limited driver
+  // (lavapipe); past it the flat sums stay (docs/normalization.md, Limits).
+  if (a.backward && !a.per_channel && !a.layer) {
+    const auto fits = [&](uint64_t trips) { return !lim.max_loop_trips || trips + 64 <= lim.max_loop_trips; };
+    if (fits((uint64_t(p.A) + 127) / 128 * (uint64_t(p.S) + 1))) p.flags |= NORM_TORCH_DW;
+    if (fits(uint64_t(p.C / p.G) * ((uint64_t(p.S) + 127) / 128 + 16))) p.flags |= NORM_TORCH_DX;
+  }
   const bool stats_pass = !a.backward || a.per_channel || p.t[NormArgs::dx];
   if (stats_pass && !emit(out[count++], p, stat_groups, kRowOpcode, n, lim, why)) return -1;
   if (a.backward && !a.per_channel && (p.t[NormArgs::dw] || p.t[NormArgs::db]) &&
