@@ -48,6 +48,12 @@ TensorDesc desc_of(const at::TensorBase& t, const char* op);
 
 // Records n (raising the device's error, if any).
 void record(const Node& n);
+// Records the node fill(Node&) writes in place in the pending graph (Device::record_in_place:
+// fill only writes the node), raising the device's error, if any.
+template <class F>
+void record_in_place(F&& fill) {
+  check(device().record_in_place(std::forward<F>(fill)));
+}
 
 // "add(float32[2, 3], int64[3])": for error messages.
 std::string signature(const char* op, std::initializer_list<const at::TensorBase*> ts);

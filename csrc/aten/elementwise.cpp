@@ -28,41 +28,10 @@ namespace {
 
 constexpr int kEwDims = 4;  // dims the elementwise push constants carry
 
-void emit(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int nt) {
+// The operands' descriptors of an iteration of at most kEwDims dims (innermost first).
+void set_operands(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int nt) {
   const int nd = iter.ndim();
   const auto shape = iter.shape();
-  if (nd > kEwDims) {  // peel the outermost dim into separate nodes
-    at::IntArrayRef st[kMaxOperands];
-    for (int a = 0; a < nt; ++a) st[a] = iter.strides(a);
-    // Recursion over outer indices, innermost 4 dims per node.
-    std::vector<int64_t> idx(size_t(nd - kEwDims), 0);
-    while (true) {
-      uint64_t b[kMaxOperands];
-      for (int a = 0; a < nt; ++a) {
-        b[a] = base[a];
-        if (!base[a]) continue;
-        for (int d = kEwDims; d < nd; ++d) b[a] += uint64_t(idx[size_t(d - kEwDims)] * st[a][size_t(d)]);
-      }
-      Node m = n;
-      for (int a = 0; a < nt; ++a) {
-        TensorDesc& t = m.t[a];
-        t.addr = b[a];
-        t.ndim = kEwDims;
-        const int64_t es = int64_t(dtype_size(t.dtype));
-        for (int j = 0; j < kEwDims; ++j) {
-          t.sizes[j] = shape[size_t(kEwDims - 1 - j)];
-          t.strides[j] = base[a] ? st[a][size_t(kEwDims - 1 - j)] / es : 0;
-        }
-      }
-      record(m);
-      int d = 0;
-      for (; d < nd - kEwDims; ++d) {
-        if (++idx[size_t(d)] < shape[size_t(d + kEwDims)]) break;
-        idx[size_t(d)] = 0;
-      }
-      if (d == nd - kEwDims) return;
-    }
-  }
   for (int a = 0; a < nt; ++a) {
     TensorDesc& t = n.t[a];
     t.addr = base[a];
@@ -74,7 +43,43 @@ void emit(Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int
       t.strides[j] = base[a] ? st[size_t(nd - 1 - j)] / es : 0;
     }
   }
-  record(n);
+}
+
+// An iteration of more than kEwDims dims: the outer dims peeled into separate nodes, each built
+// from n (its op, dtypes and arguments) and recorded.
+void emit_peeled(const Node& n, const at::TensorIteratorBase& iter, const uint64_t* base, int nt) {
+  const int nd = iter.ndim();
+  const auto shape = iter.shape();
+  at::IntArrayRef st[kMaxOperands];
+  for (int a = 0; a < nt; ++a) st[a] = iter.strides(a);
+  // Recursion over outer indices, innermost 4 dims per node.
+  std::vector<int64_t> idx(size_t(nd - kEwDims), 0);
+  while (true) {
+    uint64_t b[kMaxOperands];
+    for (int a = 0; a < nt; ++a) {
+      b[a] = base[a];
+      if (!base[a]) continue;
+      for (int d = kEwDims; d < nd; ++d) b[a] += uint64_t(idx[size_t(d - kEwDims)] * st[a][size_t(d)]);
+    }
+    Node m = n;
+    for (int a = 0; a < nt; ++a) {
+      TensorDesc& t = m.t[a];
+      t.addr = b[a];
+      t.ndim = kEwDims;
+      const int64_t es = int64_t(dtype_size(t.dtype));
+      for (int j = 0; j < kEwDims; ++j) {
+        t.sizes[j] = shape[size_t(kEwDims - 1 - j)];
+        t.strides[j] = base[a] ? st[a][size_t(kEwDims - 1 - j)] / es : 0;
+      }
+    }
+    record(m);
+    int d = 0;
+    for (; d < nd - kEwDims; ++d) {
+      if (++idx[size_t(d)] < shape[size_t(d + kEwDims)]) break;
+      idx[size_t(d)] = 0;
+    }
+    if (d == nd - kEwDims) return;
+  }
 }
 
 }  // namespace
@@ -109,16 +114,12 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
     for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args);
     return;
   }
-  Node n;
-  n.op = id;
-  n.nout = 1;
-  n.nin = uint8_t(iter.ntensors() - 1);
-  n.compute = compute;
   uint64_t base[kMaxOperands] = {};
+  DType dtypes[kMaxOperands] = {};
   at::Tensor scalar_a;  // keeps a CPU-scalar first operand's device copy until the node is recorded
   const int nt = iter.ntensors();
   for (int a = 0; a < nt; ++a) {
-    n.t[a].dtype = to_dtype(iter.dtype(a), op_info(id).name);
+    dtypes[a] = to_dtype(iter.dtype(a), op_info(id).name);
     if (a > 0 && iter.is_cpu_scalar(a)) {
       if (a == ElementwiseArgs::b) {  // the shader reads it from the push constants
         args.scalar_b = true;
@@ -135,8 +136,25 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
     }
     base[a] = reinterpret_cast<uint64_t>(iter.data_ptr(a));
   }
-  n.args = args;
-  emit(n, iter, base, nt);
+  // Everything that can allocate or raise is done: the node is written where it is recorded.
+  auto head = [&](Node& n) {
+    n.op = id;
+    n.nout = 1;
+    n.nin = uint8_t(nt - 1);
+    n.compute = compute;
+    for (int a = 0; a < nt; ++a) n.t[a].dtype = dtypes[a];
+    n.args = args;
+  };
+  if (iter.ndim() <= kEwDims) {
+    record_in_place([&](Node& n) {
+      head(n);
+      set_operands(n, iter, base, nt);
+    });
+    return;
+  }
+  Node n;
+  head(n);
+  emit_peeled(n, iter, base, nt);
 }
 
 namespace {

@@ -86,6 +86,9 @@ Device* Device::get(int index) {
   if (in_bad_fork()) return nullptr;
   Slot* s = slot(index);
   if (!s) return nullptr;
+  // Every op passes here (allocator, record, free): once the device is open, skip call_once
+  // (its thread-local bookkeeping and pthread_once cost more than the rest of this function).
+  if (Device* d = s->dev.load(std::memory_order_acquire)) return d;
   std::call_once(s->once, [&] {
     auto b = vk::create_backend(s->physical, env().min_spec);
     if (!b.ok()) {
@@ -238,14 +241,20 @@ bool Device::supports(const Node& n) const { return backend_->supports(n); }
 
 Result<void> Device::record(const Node& n) {
   std::lock_guard<std::recursive_mutex> g(mu_);
+  graph_.nodes.push_back(n);
+  return commit_locked();
+}
+
+Result<void> Device::commit_locked() {
+  const Node& n = graph_.nodes.back();
   if (!backend_->supports(n)) {
     std::string what = std::string(op_info(n.op).name) + " on " + info().name + ":";
     for (int i = 0; i < n.nout + n.nin; ++i)
       if (n.t[i].addr) what += " " + describe(n.t[i]);
+    graph_.nodes.pop_back();
     return fail(Err::unsupported, "no Vulkan kernel for " + what);
   }
   ++stats_.nodes;
-  graph_.nodes.push_back(n);
   const Env& e = env();
   // Check mode with fusion: elementwise nodes wait for the next flush, which fuses and checks
   // them step by step (flush_checked); anything else flushes (and is checked) at once.

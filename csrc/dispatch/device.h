@@ -79,6 +79,22 @@ class Device {
   bool supports(const Node& n) const;
   // Records a node: it runs at the next flush (at once under eager or check mode).
   Result<void> record(const Node& n);
+  // The same for a node written in place at the end of the pending graph: fill(Node&) gets a
+  // default node there, so that the 2 KB node is neither built on the caller's stack nor copied.
+  // The device is locked while fill runs: it must only write the node (no allocation, freeing or
+  // recording); if it throws, the node is dropped.
+  template <class F>
+  Result<void> record_in_place(F&& fill) {
+    std::lock_guard<std::recursive_mutex> g(mu_);
+    Node& n = graph_.nodes.emplace_back();
+    try {
+      fill(n);
+    } catch (...) {
+      graph_.nodes.pop_back();
+      throw;
+    }
+    return commit_locked();
+  }
   Result<void> flush();
 
   // Host <-> device bytes. upload is recorded (lazy); download flushes and waits.
@@ -118,6 +134,9 @@ class Device {
  private:
   // Submits the pending graph; with wait, also waits for it (and for everything before it).
   Result<void> flush_locked(bool wait = true);
+  // The graph's last node was just added: dropped with an error if the backend cannot run it,
+  // else counted, and the flush policy applied (eager, check mode, the pending bounds).
+  Result<void> commit_locked();
   void release_completed();
   Result<void> timed_wait(uint64_t ticket);
   Result<void> run_checked(const Node& n);  // check mode: dispatch/check.cpp

@@ -1,5 +1,6 @@
 #include "util/env.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -38,9 +39,21 @@ Env read() {
 }
 }  // namespace
 
-Env& env() {
+// Read on every recorded op: the first call reads the environment (a function-local static:
+// thread safe), later ones take the pointer it left. Kept out of line from the static's
+// initialisation, whose register saves GCC otherwise makes on every call.
+namespace {
+std::atomic<Env*> g_env{nullptr};
+[[gnu::noinline]] Env& first_env() {
   static Env e = read();
+  g_env.store(&e, std::memory_order_release);
   return e;
+}
+}  // namespace
+
+Env& env() {
+  if (Env* e = g_env.load(std::memory_order_acquire)) return *e;
+  return first_env();
 }
 
 }  // namespace vkml
