@@ -19,7 +19,7 @@ echo "build: $SECONDS s"
 if [ "${1:-suite}" = suite ]; then
   # One process gets through ~11% of the suite in 280 s there; 15 side by side, both passes, do
   # about 40% of each pass in 450 s, so a half per call fits in the 600 s limit.
-  python3 scripts/shard_pytest.py "$OUT" --slice "${2:-0/2}" --deadline $((570 - SECONDS)) --ignore=test/test_fuzz.py
+  python3 scripts/shard_pytest.py "$OUT" --slice "${2:-0/2}" --deadline $((555 - SECONDS)) --ignore=test/test_fuzz.py
   grep -hE "^(FAILED|ERROR)" "$OUT/plain.log" | head -40
   echo "--- check:"; grep -hE "^(FAILED|ERROR)" "$OUT/check.log" | head -40
 else

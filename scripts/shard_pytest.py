@@ -6,7 +6,8 @@ one process slow there, about 11% of the suite in 280 s on 2026-12-01).
 
 --slice I/N keeps every N-th collected test from the I-th (so N calls cover the suite). Writes
 OUT/plain.log and OUT/check.log (every shard's output, with pytest's slowest-test durations) and
-prints each shard's last line. A shard still running at the deadline is stopped (rc 124)."""
+prints each shard's last line. A shard still running at the deadline is interrupted (rc 124 or 2:
+pytest's summary then names the test it was in)."""
 import argparse
 import os
 import subprocess
@@ -32,7 +33,8 @@ for name, count, env in (("plain", args.plain, {}), ("check", args.check, {"VKML
     for k in range(count):
         log = open(f"/tmp/shard_{name}{k}.log", "w")
         left = max(1, int(args.deadline - (time.time() - t0)))
-        cmd = ["timeout", str(left), sys.executable, "-m", "pytest", "-q", "-rfEs", "--durations=10",
+        # SIGINT at the deadline: pytest then prints where it was and its summary (SIGKILL 15 s later)
+        cmd = ["timeout", "-s", "INT", "-k", "15", str(left), sys.executable, "-m", "pytest", "-q", "-rfEs", "--durations=10",
                "-p", "no:cacheprovider", *ids[k::count]]
         procs.append((name, k, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env}), log))
 for *_, p, log in procs:

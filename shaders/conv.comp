@@ -4,6 +4,9 @@
 //                  (every k: B is 0 in the padding)
 //   OP_CONV_BIG    B[n,b,i] = bias[b] + sum over a in b's group, k with i = o*stride - pad + k*dil of S[n,a,o] * W[a, b%C1, k]
 // Each sum runs in a fixed order (channels, then kernel positions), so results are deterministic.
+// acc is `precise`: no product is fused into an fma, so a float32 product past float32's range is
+// an infinity on every driver, as in torch CPU and the oracle (-1e30 * 4.5e15 then meets +inf: NaN;
+// NVIDIA's contracted fma gave +inf).
 // The i64 variant (integer dtypes, forward only) wraps, exact modulo the result's width.
 #version 460
 #include "common.glsl"
@@ -52,7 +55,7 @@ void main() {
   const uint dtbias = g.dtypes >> 24;
   const uint64_t es = uint64_t(dsize(dts)), eb = uint64_t(dsize(dtb)), ew = uint64_t(dsize(dtw));
   const int cg0 = c0 / groups;
-  T acc = T(0);
+  precise T acc = T(0);
 
   if (OP == OP_CONV_SMALL) {
     ivec3 o;  // e over [N, C0, Ps]

@@ -38,7 +38,7 @@ void main() {
   // terms: (n, o) over [N, Ps], o innermost; the lowering keeps the count below 2^32 - 128
   uint terms = uint(nb) * uint(ps.x) * uint(ps.y) * uint(ps.z);
   const uint per_n = uint(ps.x) * uint(ps.y) * uint(ps.z);
-  T acc = T(0);
+  precise T acc = T(0);  // no fma contraction: products round, as in shaders/conv.comp
 
   // the result element: W[a, bl, k] (r over [C0, C1, K]) or bias[c] (c = r)
   ivec3 k = ivec3(0);

@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from families.conv import cpu_native
+from families.conv import _rounded_products_conv, cpu_native
 from helpers import DEV, NARROW, assert_close_row, assert_exact, check_mode, row, stats
 
 FWD, BWD = row("convolution"), row("convolution_backward")
@@ -319,6 +319,30 @@ def test_deterministic():
     for _ in range(2):
         for a, b in zip(first, run()):
             assert_exact(a, b, what="second run")
+
+
+def test_overflowing_products_are_rounded_not_fused():
+    """A float32 product past float32's range is an infinity before it is added (the shaders are
+    `precise`): -1e30 * 4.5e15 then meets +inf and gives NaN, on every driver (NVIDIA's fma gave
+    +inf). The test's reference for such inputs rounds each product too (families/conv.py), and
+    agrees with torch CPU's own kernels where no product overflows (the row's bound, below)."""
+    x = torch.tensor([[[1.0, 2.0, -1e30, 1.0, 3.0]]])
+    w = torch.tensor([[[math.inf, 1.0, 4.5e15]]])
+    for mode in (contextlib.nullcontext, check_mode):
+        with mode():
+            got = F.conv1d(x.to(DEV), w.to(DEV)).cpu()
+        assert_exact(got, _rounded_products_conv(x, w, None, [1], [0], [1], 1), what=f"{mode.__name__}")
+        assert got[0, 0, 0].isnan() and got[0, 0, 1] == math.inf, got  # inf + 2 + -inf; 2 * inf - 1e30 + 4.5e15
+    g = torch.Generator().manual_seed(5)
+    for xs, ws, st, pad, dil, groups in (((2, 4, 7, 6), (6, 2, 3, 2), [2, 1], [1, 2], [1, 2], 2),
+                                         ((1, 3, 9), (2, 3, 4), [3], [2], [1], 1),
+                                         ((1, 2, 4, 3, 5), (2, 2, 2, 2, 3), [1, 1, 2], [0, 1, 1], [2, 1, 1], 1)):
+        x, w, b = torch.randn(xs, generator=g), torch.randn(ws, generator=g), torch.randn(ws[0], generator=g)
+        ref = cpu_native(A.convolution.default)(x, w, b, st, pad, dil, False, [0] * len(st), groups)
+        scale = A.convolution.default(x.double().abs(), w.double().abs(), b.double().abs(), st, pad, dil, False,
+                                      [0] * len(st), groups)
+        assert_close_row(FWD, _rounded_products_conv(x, w, b, st, pad, dil, groups), ref, scale,
+                         _terms(ws, {"groups": groups}, False), what=f"reference {xs} {ws}")
 
 
 def test_many_workgroups():

@@ -11,6 +11,7 @@ skips padding taps and NNPACK's transforms spread an infinity over the whole out
 backward-error scale of every result is the same op on the absolute values in float64 (each result is linear in each operand, so that is the
 sum of the magnitudes of its terms); n bounds the terms behind one element.
 """
+import itertools
 import math
 
 import torch
@@ -35,7 +36,51 @@ def cpu_native(fn):
     return run
 
 
-_CONV = cpu_native(A.convolution.default)
+_CONV_NATIVE = cpu_native(A.convolution.default)
+_F32_MAX = torch.finfo(torch.float32).max
+
+
+def _may_overflow_a_product(x, w):
+    """Whether a float32 product of a finite input and a finite weight element can pass float32's
+    range. Its sum then depends on fma: rounded, the product is an infinity (+inf meets it: NaN);
+    fused, it is not (+inf). torch CPU's GEMM fuses on some machines (torch 2.11 on the H200's
+    host gave +inf where torch 2.13 here gives NaN); vkml's shaders are `precise` and never do."""
+    def top(t):
+        f = t.detach().double().abs()
+        f = f[torch.isfinite(f)]
+        return float(f.max()) if f.numel() else 0.0
+    return x.dtype in (torch.float32, torch.bfloat16) and top(x) * top(w) >= _F32_MAX
+
+
+def _rounded_products_conv(x, w, b, st, pad, dil, groups):
+    """A (not transposed) convolution with every product rounded to float32 before it is added
+    (in float64, so no partial sum overflows): what vkml's `precise` shaders and the oracle
+    compute. Padding zeros are multiplied, as in torch CPU's im2col (0 * inf = NaN)."""
+    d = x.dim() - 2
+    n, c_in, c_out, ks = x.shape[0], x.shape[1], w.shape[0], w.shape[2:]
+    xp = torch.nn.functional.pad(x.float(), [q for p in reversed(pad) for q in (p, p)])
+    o = [(x.shape[2 + i] + 2 * pad[i] - dil[i] * (ks[i] - 1) - 1) // st[i] + 1 for i in range(d)]
+    acc = torch.zeros((n, groups, c_out // groups, *o), dtype=torch.float64)
+    for k in itertools.product(*[range(kk) for kk in ks]):
+        sl = xp[(slice(None), slice(None)) + tuple(slice(k[i] * dil[i], k[i] * dil[i] + st[i] * (o[i] - 1) + 1, st[i])
+                                                   for i in range(d))]
+        xs = sl.reshape(n, groups, 1, c_in // groups, *o)
+        ws = w[(slice(None), slice(None)) + k].float().reshape(1, groups, c_out // groups, c_in // groups, *[1] * d)
+        acc += (xs * ws).double().sum(3)  # the float32 products, rounded (an overflow is an infinity)
+    acc = acc.reshape(n, c_out, *o)
+    if b is not None:
+        acc += b.double().reshape(1, c_out, *[1] * d)
+    return acc.to(x.dtype)
+
+
+def _CONV(x, w, b, st, pad, dil, tr, op, groups):
+    """torch CPU's convolution (its own kernels), or, where a float32 product can overflow, the
+    rounded-products one (torch CPU's own answer there depends on its machine's fma)."""
+    if not tr and _may_overflow_a_product(x, w):
+        return _rounded_products_conv(x, w, b, st, pad, dil, groups)
+    return _CONV_NATIVE(x, w, b, st, pad, dil, tr, op, groups)
+
+
 _CONV_BWD = cpu_native(A.convolution_backward.default)
 
 # (description, input shape, weight shape, bias, stride, padding, dilation, transposed,

@@ -113,8 +113,9 @@ Result<void> run(const Node& n, std::vector<double>* scale) {
                       if (args.pass == A::to_small) v = x * W.get<V>(a, bl, k), e = S.lin(b, a, o);
                       else if (args.pass == A::to_big) v = S.get<V>(b, a, o) * W.get<V>(a, bl, k), e = B.lin(b, c, q);
                       else v = S.get<V>(b, a, o) * x, e = W.lin(a, bl, k);
-                      // a float32 product past float32's range is an infinity on the GPU, and so
-                      // here (1e30 * 4.5e15 then meets +inf: NaN, as on the GPU and in torch CPU)
+                      // a float32 product past float32's range is an infinity on the GPU (its sums
+                      // are `precise`: no fma), and so here (1e30 * 4.5e15 then meets +inf: NaN, as
+                      // on the GPU and in torch CPU)
                       if constexpr (kFloat)
                         if (f32 && std::fabs(v) >= kF32Inf) v = std::copysign(double(INFINITY), v);
                       acc[size_t(e)] += v;
