@@ -234,8 +234,8 @@ TORCH ?=
 COMPAT_VENV = .venv-torch$(TORCH)
 COMPAT_DIR = $(BUILD)/compat-torch$(TORCH)
 COMPAT_PY = $(abspath $(COMPAT_VENV))/bin/python
-# TESTS / CHECK_TESTS with their test paths made absolute (pytest runs from COMPAT_DIR).
-compat_args = $(foreach a,$(1),$(if $(filter test%,$(a)),$(CURDIR)/$(a),$(a)))
+# TESTS / CHECK_TESTS with their test paths (and --ignore= ones) made absolute (pytest runs from COMPAT_DIR).
+compat_args = $(foreach a,$(1),$(if $(filter test%,$(a)),$(CURDIR)/$(a),$(patsubst --ignore=test%,--ignore=$(CURDIR)/test%,$(a))))
 
 compat: apt
 	@[ -n "$(TORCH)" ] || { echo "usage: make compat TORCH=2.15.0" >&2; exit 2; }
