@@ -158,12 +158,15 @@ void norm_group(OpId id, Call& c) {
 #if VKML_TORCH_AT_LEAST_2_15
   TORCH_CHECK(HxW > 0, "Expected HxW to be greater than 0, got ", HxW);  // torch 2.15's native_group_norm
 #endif
-  {  // torch's native_group_norm: X dense in its suggested memory format, as on the CPU (torch's
-     // composite group_norm hands a PrivateUse1 tensor over as x.contiguous(memory_format))
+#if !VKML_TORCH_AT_LEAST_2_15
+  {  // torch's native_group_norm before 2.15: X dense in its suggested memory format, as on the CPU
+     // (torch's composite group_norm hands a PrivateUse1 tensor over as x.contiguous(memory_format));
+     // 2.15's CPU kernel takes any strides (its result is dense), and so does ours
     const at::Tensor& X = input;
     const auto memory_format = X.suggest_memory_format();
     TORCH_CHECK(X.is_contiguous(memory_format));
   }
+#endif
   check_dtype(id, to_dtype(input.scalar_type(), name));
   const auto pt = param_type(input, w, b);
   const at::Tensor x = as_nchw(input, N, C, HxW);
