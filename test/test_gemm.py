@@ -139,6 +139,22 @@ def test_long_k_few_outputs_splits():
     assert torch.equal(got, (a @ b).cpu())
 
 
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
+def test_batched_long_k_gemv_splits():
+    """bmm of [3, 1, 4096] @ [3, 4096, 2] (b a transposed view): the gemv pipeline with K in 8
+    chunks per batch, so each chunk finds its batch as z / parts (the mutation campaign's
+    gemm_gemv:25 showed no test had batches and chunks together)."""
+    import helpers
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(3, 1, 4096, generator=g)
+    b = torch.randn(3, 2, 4096, generator=g).transpose(1, 2)
+    va, vb = a.to("vkml"), b.to("vkml")
+    names = _shaders(lambda: torch.bmm(va, vb))
+    assert len(names) == 2 and "gemm_gemv" in names[0], f"expected gemv chunks and an ordered sum pass, ran {names}"
+    helpers.assert_close_row(helpers.row("bmm"), torch.bmm(va, vb).cpu(), torch.bmm(a.double(), b.double()).float(),
+                             torch.bmm(a.double().abs(), b.double().abs()), n=4096)
+
+
 # Where the device has VK_NV_cooperative_matrix (the H200; lavapipe has none), float16 matmuls
 # must take it, and be right.
 @pytest.mark.skipif(not vkml_torch._C.device_info(0).get("cooperative_matrix"),
