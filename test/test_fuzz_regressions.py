@@ -314,6 +314,13 @@ OPEN_XFAIL = [
      {"row": "batch_norm", "ov": "_native_batch_norm_legit", "dt": "float16",
       "gen": [84759493, False, 5, [["s", 5, 3, 1], ["c"], ["s", 4, 3, 2], ["s", 3, 2, 1], ["c"], ["c"], ["s", 5, 2, 0],
                                    ["s", 0, 3, 1]], 0.1, "b"]}),
+    ("batch-norm-nonfinite-weight", "a single torch answer to match (torch CPU and CUDA differ)",
+                                    "the same in float64 with a NaN in another channel's input (channel 0) and an "
+                                    "infinite weight in channel 2, whose inputs include 3.3e150: torch CPU's folded "
+                                    "form gives NaN at x = 88.7, CUDA's form -inf, as vkml (drawn by make test's "
+                                    "fuzz sample under torch 2.15, make compat)",
+     {"row": "batch_norm", "ov": "native_batch_norm", "dt": "float64",
+      "gen": [10, False, 0, [["c"], ["c"], ["c"], ["c"], ["c"], ["c"], ["c"], ["c"]], 0.5, "b"], "args": [], "kwargs": {}}),
     ("norm-backward-rstd-cubed", "a torch CPU answer that is not an overflow artifact",
                                  "native_layer_norm_backward given an rstd of 4.5e15 (any tensor is a valid "
                                  "input; no forward makes one): torch CPU's dx = rstd * dy * w + b * x + c with "
@@ -339,13 +346,22 @@ KNOWN += [
 
 
 def _nonfinite_affine(p):
-    """Whether a batch norm case's weight or bias holds an Inf/NaN (while its input does not)."""
+    """Whether a batch norm case has a channel whose weight or bias is an Inf/NaN while its input
+    values are finite (a NaN in another channel's input does not matter: found under torch 2.15's
+    draws, a NaN in channel 0 and an infinite weight in channel 2)."""
     try:
         args = [a.cpu() if hasattr(a, "cpu") else a for a in build(p).args]
     except Exception:
         return False
-    fin = lambda a: not (torch.is_tensor(a) and a.is_floating_point() and not bool(a.isfinite().all()))  # noqa: E731
-    return fin(args[0]) and not all(fin(a) for a in args[1:3])
+    x, w, b = args[0], args[1], args[2]
+    if not (torch.is_tensor(x) and x.is_floating_point() and x.dim() >= 2):
+        return False
+    finite_in = x.transpose(0, 1).reshape(x.shape[1], -1).isfinite().all(1)  # per channel
+
+    def bad(t):
+        return torch.zeros(x.shape[1], dtype=torch.bool) if not torch.is_tensor(t) or not t.is_floating_point() \
+            else ~t.reshape(-1).isfinite()
+    return bool((finite_in & (bad(w) | bad(b))).any())
 
 
 def _rstd_cubed_overflows(p):
