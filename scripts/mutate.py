@@ -159,6 +159,9 @@ ANNOTATED = [
     ("elementwise", "if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);", "0UL -> 1UL", "equivalent",
      "a device address is never 1"),
     ("gemm", "T acc[2][4];", "", "equivalent", "a larger private array than used"),
+    ("gemm_large", "bool a_full = m0 + BM <= pc.M, b_full = n0 + BN <= pc.N;", "<= -> <", "equivalent",
+     "a tile that ends exactly at M (or N) takes the bounds-checked loads instead of the unchecked "
+     "ones: the same values, only slower"),
     ("gemm", "for (uint j = 0u; j < 4u; ++j) acc[i][j] = T(0);", "< -> <=", "equivalent",
      "writes acc[i][4], past a private array (undefined; the compiler drops it)"),
     ("reduce", "return OP == OP_ARGMAX ? x > y : x < y;", "< -> <=", "equivalent",

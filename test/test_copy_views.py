@@ -1,4 +1,5 @@
 """Copies between the CPU and vkml and within vkml for every dtype pair; views; scalars; printing."""
+import contextlib
 import itertools
 import math
 
@@ -249,3 +250,23 @@ def test_non_overlapping_copies_of_one_storage_work():
         t.copy_(t)  # the same view: nothing to do
         t[::2].copy_(t[1::2])  # interleaved, disjoint
     assert_exact(x.cpu(), y)
+
+
+@pytest.mark.parametrize("dt", [torch.uint8, torch.bool, torch.float16, torch.bfloat16, torch.int16],
+                         ids=lambda d: NAMES[d])
+def test_copy_of_a_broadcast_element_at_an_unaligned_address(dt):
+    """A single element broadcast over the destination (copy_ of an expand, or of a 0-dim view),
+    narrower than 4 bytes and at a byte offset that is not a multiple of 4: the raw copy reads its
+    word and takes the element's bits at the offset's byte (the mutation campaign's
+    elementwise:175, offset * 8 -> offset / 8, read byte 0 of the word instead)."""
+    base = (torch.arange(11) * 37 % 251).to(dt)
+    for i in range(1, 8):
+        for mode in (contextlib.nullcontext, check_mode):
+            with mode():
+                src = base.to(DEV)[i]
+                out = torch.zeros(13, dtype=dt, device=DEV)
+                out.copy_(src.expand(13))
+                out2 = torch.zeros(2, 5, dtype=dt, device=DEV)
+                out2[:] = src
+                assert_exact(out.cpu(), base[i].expand(13), what=f"expand of element {i}, {mode.__name__}")
+                assert_exact(out2.cpu(), base[i].expand(2, 5), what=f"0-dim element {i}, {mode.__name__}")
