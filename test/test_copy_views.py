@@ -270,3 +270,27 @@ def test_copy_of_a_broadcast_element_at_an_unaligned_address(dt):
                 out2[:] = src
                 assert_exact(out.cpu(), base[i].expand(13), what=f"expand of element {i}, {mode.__name__}")
                 assert_exact(out2.cpu(), base[i].expand(2, 5), what=f"0-dim element {i}, {mode.__name__}")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.uint8, torch.int64], ids=lambda d: NAMES[d])
+def test_dense_tail_writes_nothing_past_the_view(dt):
+    """A dense result of 5, 6 or 7 elements (its last block of 4 is partial) that is a slice of a
+    longer tensor: the elements after it stay as they were, through copy_, an out= add and an
+    in-place op (the mutation campaign's elementwise:150 let the tail block write all 4)."""
+    for n in (5, 6, 7):
+        for mode in (contextlib.nullcontext, check_mode):
+            with mode():
+                a = (torch.arange(16) % 9 + 1).to(dt)
+                b = (torch.arange(16) % 5 + 2).to(dt)
+                base = torch.full((16,), 3, dtype=dt, device=DEV)
+                out = base[:n]
+                out.copy_(a.to(DEV)[:n])
+                base2 = torch.full((16,), 3, dtype=dt, device=DEV)
+                torch.add(a.to(DEV)[:n], b.to(DEV)[:n], out=base2[:n])
+                base3 = a.to(DEV)
+                base3[:n].mul_(b.to(DEV)[:n])
+                keep = torch.full((16 - n,), 3, dtype=dt)
+                what = f"n {n}, {mode.__name__}"
+                assert_exact(base.cpu(), torch.cat([a[:n], keep]), what=f"copy_, {what}")
+                assert_exact(base2.cpu(), torch.cat([a[:n] + b[:n], keep]), what=f"add out=, {what}")
+                assert_exact(base3.cpu(), torch.cat([a[:n] * b[:n], a[n:]]), what=f"mul_, {what}")
