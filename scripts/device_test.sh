@@ -7,7 +7,12 @@
 # Then, through the device tool with carry [".vkdev"]:
 #   bash scripts/device_test.sh suite 0/2      the first half of both passes (~10 min), then 1/2
 #   bash scripts/device_test.sh bench          the demo cold and warm, and the benchmarks
-# Results land in $OUT (build.log, plain.log, check.log, bench.log, bench.json).
+#   bash scripts/device_test.sh mutate [T...]  the mutation campaign, 15 mutants side by side: first each
+#        target's tests on the unmutated shaders (--baseline; a target that fails them is left out),
+#        then the mutants not yet in .vkdev/mutate.jsonl until the time is up; T...: only these
+#        targets, no baseline. $OUT/mutate.jsonl is all results so far: copy it to .vkdev/ for the
+#        next call.
+# Results land in $OUT (build.log, plain.log, check.log, bench.log, bench.json, mutate.*).
 set -u
 . .vkdev/prelude.sh >/dev/null 2>&1
 export MAX_JOBS=16 PYTHONPATH=$PWD:$PWD/.vkdev/pylib PYTHONUNBUFFERED=1
@@ -22,6 +27,22 @@ if [ "${1:-suite}" = suite ]; then
   python3 scripts/shard_pytest.py "$OUT" --slice "${2:-0/2}" --deadline $((555 - SECONDS)) --ignore=test/test_fuzz.py
   grep -hE "^(FAILED|ERROR)" "$OUT/plain.log" | head -40
   echo "--- check:"; grep -hE "^(FAILED|ERROR)" "$OUT/check.log" | head -40
+elif [ "$1" = mutate ]; then
+  shift
+  [ -f .vkdev/mutate.jsonl ] && cp .vkdev/mutate.jsonl "$OUT/mutate.jsonl"
+  fams=()
+  if [ $# -eq 0 ]; then
+    python3 scripts/mutate.py --baseline --jobs 15 --timeout $((400 - SECONDS)) > "$OUT/baseline.log" 2>&1
+    grep baseline: "$OUT/baseline.log" | cut -c1-300
+    for t in $(grep -oP "mutate: \K\S+(?= baseline: passes)" "$OUT/baseline.log"); do fams+=(--family "$t"); done
+    [ ${#fams[@]} -gt 0 ] || exit 1
+  else
+    for t in "$@"; do fams+=(--family "$t"); done
+  fi
+  python3 scripts/mutate.py "${fams[@]}" --jobs 15 --timeout 200 --deadline $((575 - SECONDS)) \
+    --results "$OUT/mutate.jsonl" > "$OUT/mutate.log" 2>&1
+  grep -E "^mutate:|WARNING" "$OUT/mutate.log" | head -20
+  python3 scripts/mutate.py --report --results "$OUT/mutate.jsonl" | head -25
 else
   # cold: an empty vkml pipeline cache and an empty NVIDIA shader cache; warm: both kept
   rm -rf /tmp/demo-cache && mkdir -p /tmp/demo-cache

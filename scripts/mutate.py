@@ -36,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -377,6 +378,7 @@ class Worker:
     def start(self):
         env = dict(os.environ, PYTHONUNBUFFERED="1", VKML_SPIRV_DIR="")
         env.pop("VKML_CHECK", None)
+        env["VKML_CACHE_DIR"] = "off"  # no mutant's pipelines in the user's cache; workers side by side
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
 
@@ -484,81 +486,143 @@ def canary(target, text):
     return None
 
 
+def _prepare(target, args, tmp):
+    """What running a target's mutants needs: its source, blobs, unmutated SPIR-V and mutant list
+    (canary first). None where the target is unreachable here."""
+    fname, stems, family, tests, _ = TARGETS[target]
+    why = unreachable(target)
+    if why:
+        print(f"mutate: {target}: unreachable here ({why}); its mutants are not run")
+        return None
+    text, h = _source(target)
+    names = {}  # blob -> stem
+    for st in stems:
+        for b in shaders.blobs(open(os.path.join(shaders.SHADERS, st + ".comp")).read(), st):
+            names[b[0]] = st
+    if not args.all_variants:
+        keep = _device_blobs(names)
+        names = {n: st for n, st in names.items() if n in keep}
+    odir = os.path.join(tmp, "orig-" + target)
+    for st in stems:
+        err = {k: v for k, v in shaders.compile_stem(st, odir, only=set(names)).items() if v}
+        if err:
+            sys.exit(f"mutate: the unmutated {st}.comp does not compile: {err}")
+    ms = mutants(target, text)[args.start::args.every]
+    if args.id:  # these mutants again, whatever their results so far
+        ms = [m for m in mutants(target, text) if m[0] in args.id]
+    c = canary(target, text)
+    if c is not None and not args.no_canary and not args.id and not args.baseline:
+        ms = [(f"{target}:canary", 0, "canary", "entry returns at once", c)] + ms
+    return {"target": target, "fname": fname, "stems": stems, "family": family, "tests": tests,
+            "hash": h, "names": names, "odir": odir, "ms": ms}
+
+
+def _order(prepared):
+    """The mutants to run, in turns over the targets (each target's canary in its first turn), so
+    that a run cut short by --limit or --deadline has a spread over every target."""
+    queues = [[(p, m) for m in p["ms"]] for p in prepared]
+    out = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
+
+
+def _run_mutant(p, m, worker, tmp, timeout):
+    """Compile one mutant and run its target's tests: the result record, or None where the
+    deadline cut its tests short (nothing is recorded for it then)."""
+    mid, line, kind, what, mtext = m
+    t0 = time.time()
+    slot = tempfile.mkdtemp(prefix=mid.replace(":", "-") + "-", dir=tmp)
+    try:
+        src = shaders.copy_tree(os.path.join(slot, "src"))
+        open(os.path.join(src, p["fname"]), "w").write(mtext)
+        # a new directory per mutant: the pipeline cache notices a changed path, not changed files
+        mdir = os.path.join(slot, "spv")
+        errs = {}
+        for st in p["stems"]:
+            errs.update({k: v for k, v in shaders.compile_stem(st, mdir, src, only=set(p["names"])).items() if v})
+        rec = {"id": mid, "hash": p["hash"], "stem": p["target"], "line": line, "kind": kind, "what": what}
+        if errs:
+            rec.update(status="invalid", detail=next(iter(errs.values())).strip().splitlines()[0][:200])
+        else:
+            changed, dts = _changed_dtypes(mdir, p["odir"], p["names"])
+            if not changed:
+                rec.update(status="same-spirv")
+            else:
+                budget = timeout()
+                st, detail = worker.run({"dir": mdir, "family": p["family"], "tests": p["tests"],
+                                         "dtypes": sorted(dts)}, budget[0])
+                if st == "timeout" and budget[1]:
+                    return None
+                rec.update(status=st, detail=detail, blobs=changed)
+        rec["secs"] = round(time.time() - t0, 1)
+        return rec
+    finally:
+        shutil.rmtree(slot, ignore_errors=True)
+
+
 def campaign(args):
     done = _load_results(args.results)
-    os.makedirs(os.path.dirname(args.results), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
     out = open(args.results, "a", buffering=1)
     tmp = tempfile.mkdtemp(prefix="vkml-mutate-")
-    worker = Worker()
-    ran = 0
     t_start = time.time()
-    try:
-        for target in _targets(args):
-            fname, stems, family, tests, _ = TARGETS[target]
-            why = unreachable(target)
-            if why:
-                print(f"mutate: {target}: unreachable here ({why}); its mutants are not run")
-                continue
-            text, h = _source(target)
-            names = {}  # blob -> stem
-            for st in stems:
-                for b in shaders.blobs(open(os.path.join(shaders.SHADERS, st + ".comp")).read(), st):
-                    names[b[0]] = st
-            if not args.all_variants:
-                keep = _device_blobs(names)
-                names = {n: st for n, st in names.items() if n in keep}
-            odir = os.path.join(tmp, "orig-" + target)
-            for st in stems:
-                err = {k: v for k, v in shaders.compile_stem(st, odir, only=set(names)).items() if v}
-                if err:
-                    sys.exit(f"mutate: the unmutated {st}.comp does not compile: {err}")
-            ms = mutants(target, text)[args.start::args.every]
-            if args.id:  # these mutants again, whatever their results so far
-                ms = [m for m in mutants(target, text) if m[0] in args.id]
-            if args.baseline:  # the unmutated shaders through the same selection: must pass
-                st, detail = worker.run({"dir": odir, "family": family, "tests": tests,
-                                         "dtypes": sorted(set().union(*VARIANT_DTYPES.values()))}, args.timeout)
-                print(f"mutate: {target} baseline: {'passes' if st == 'survived' else 'FAILS'} {detail}", flush=True)
-                continue
-            c = canary(target, text)
-            if c is not None and not args.no_canary and not args.id:
-                ms = [(f"{target}:canary", 0, "canary", "entry returns at once", c)] + ms
-            for mid, line, kind, what, mtext in ms:
-                if args.limit is not None and ran >= args.limit:
-                    return
-                if (mid, h) in done and not args.id:
+    end = t_start + args.deadline if args.deadline else None
+    prepared = [p for p in (_prepare(t, args, tmp) for t in _targets(args)) if p]
+    if args.baseline:  # the unmutated shaders through the same selection: must pass
+        todo = [(p, None) for p in prepared]
+    else:
+        todo = [(p, m) for p, m in _order(prepared) if args.id or (m[0], p["hash"]) not in done]
+    if args.limit is not None:
+        todo = todo[:args.limit]
+    lock = threading.Lock()
+    ran = [0]
+
+    def timeout():
+        """(seconds the next mutant's tests may take, whether that is the deadline's cut)"""
+        if end is None or end - time.time() >= args.timeout:
+            return args.timeout, False
+        return max(1.0, end - time.time()), True
+
+    def slot(k):
+        worker = Worker()
+        try:
+            while True:
+                with lock:
+                    if not todo or (end is not None and time.time() >= end):
+                        return
+                    p, m = todo.pop(0)
+                if m is None:  # --baseline
+                    st, detail = worker.run({"dir": p["odir"], "family": p["family"], "tests": p["tests"],
+                                             "dtypes": sorted(set().union(*VARIANT_DTYPES.values()))}, args.timeout)
+                    print(f"mutate: {p['target']} baseline: {'passes' if st == 'survived' else 'FAILS'} {detail}",
+                          flush=True)
                     continue
-                src = shaders.copy_tree(os.path.join(tmp, "src"))
-                open(os.path.join(src, fname), "w").write(mtext)
-                # a new directory per mutant: the pipeline cache notices a changed path, not changed files
-                prev = os.path.join(tmp, f"m{ran - 1}")
-                if os.path.isdir(prev):
-                    shutil.rmtree(prev)
-                mdir = os.path.join(tmp, f"m{ran}")
-                t0 = time.time()
-                errs = {}
-                for st in stems:
-                    errs.update({k: v for k, v in shaders.compile_stem(st, mdir, src, only=set(names)).items() if v})
-                rec = {"id": mid, "hash": h, "stem": target, "line": line, "kind": kind, "what": what}
-                if errs:
-                    rec.update(status="invalid", detail=next(iter(errs.values())).strip().splitlines()[0][:200])
-                else:
-                    changed, dts = _changed_dtypes(mdir, odir, names)
-                    if not changed:
-                        rec.update(status="same-spirv")
-                    else:
-                        st, detail = worker.run({"dir": mdir, "family": family, "tests": tests,
-                                                 "dtypes": sorted(dts)}, args.timeout)
-                        rec.update(status=st, detail=detail, blobs=changed)
-                rec["secs"] = round(time.time() - t0, 1)
-                out.write(json.dumps(rec) + "\n")
-                ran += 1
-                print(f"[{ran}] {mid} line {line} {kind} {what}: {rec['status']} ({rec['secs']} s)", flush=True)
-                if kind == "canary" and rec["status"] in ("survived", "same-spirv"):
-                    print(f"mutate: WARNING: {target}'s canary survived: its tests do not reach {fname}", flush=True)
+                rec = _run_mutant(p, m, worker, tmp, timeout)
+                if rec is None:
+                    continue
+                with lock:
+                    out.write(json.dumps(rec) + "\n")
+                    ran[0] += 1
+                    print(f"[{ran[0]}] {rec['id']} line {rec['line']} {rec['kind']} {rec['what']}: "
+                          f"{rec['status']} ({rec['secs']} s)", flush=True)
+                    if rec["kind"] == "canary" and rec["status"] in ("survived", "same-spirv"):
+                        print(f"mutate: WARNING: {p['target']}'s canary survived: its tests do not reach "
+                              f"{p['fname']}", flush=True)
+        finally:
+            worker.stop()
+    threads = [threading.Thread(target=slot, args=(k,)) for k in range(max(1, args.jobs))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     finally:
-        worker.stop()
-        print(f"mutate: {ran} mutants run in {time.time() - t_start:.0f} s")
+        shutil.rmtree(tmp, ignore_errors=True)
+        left = f", {len(todo)} left (--deadline)" if todo else ""
+        print(f"mutate: {ran[0]} mutants run in {time.time() - t_start:.0f} s with {args.jobs} worker(s){left}")
 
 
 def report(args):
@@ -618,6 +682,10 @@ def main():
                     "runs with another --start fill in the rest)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a mutant's tests may take")
     ap.add_argument("--results", default=RESULTS)
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run side by side, each in its own worker "
+                    "(a GPU with cores to spare; lavapipe already uses every core)")
+    ap.add_argument("--deadline", type=float, help="seconds after which no mutant is started, and one "
+                    "still running is stopped and not recorded")
     ap.add_argument("--all-variants", action="store_true",
                     help="compile every blob, not only those this device runs (_ieee or plain)")
     ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
