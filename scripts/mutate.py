@@ -349,12 +349,19 @@ def worker():
         os.environ["VKML_FUZZ_CASES"] = "60"
         import vkml_torch
         vkml_torch._C._set_spirv_dir(job["dir"])
-        report = _Report()
         t0 = time.time()
         tests = job["tests"] if OPS in job["tests"] else [OPS] + job["tests"]
         fuzz = [] if job["family"] in NO_FUZZ else ["test/test_fuzz.py"]
-        args = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore"] + tests + fuzz
-        rc = pytest.main(args, plugins=[_Select(job["family"], set(job["dtypes"])), report])
+        select = _Select(job["family"], set(job["dtypes"]))
+        base = ["-x", "-q", "-p", "no:cacheprovider", "--no-header", "-W", "ignore"]
+        report, first = _Report(), job.get("first") or []
+        if job.get("only"):  # these tests alone (a killer tried on the unmutated shaders)
+            rc = pytest.main(base + job["only"], plugins=[select, report])
+        elif first:  # the tests that killed most of this target's mutants so far, before the rest
+            rc = pytest.main(base + first, plugins=[select, report])
+        if not job.get("only") and not (first and rc != 0 and report.failed):
+            report = _Report()
+            rc = pytest.main(base + tests + fuzz, plugins=[select, report])
         vkml_torch._C._set_spirv_dir("")
         print(json.dumps({"rc": int(rc), "failed": report.failed, "passed": report.passed,
                           "secs": round(time.time() - t0, 1)}), flush=True)
@@ -529,7 +536,7 @@ def _order(prepared):
     return out
 
 
-def _run_mutant(p, m, worker, tmp, timeout):
+def _run_mutant(p, m, worker, tmp, timeout, first):
     """Compile one mutant and run its target's tests: the result record, or None where the
     deadline cut its tests short (nothing is recorded for it then)."""
     mid, line, kind, what, mtext = m
@@ -553,7 +560,7 @@ def _run_mutant(p, m, worker, tmp, timeout):
             else:
                 budget = timeout()
                 st, detail = worker.run({"dir": mdir, "family": p["family"], "tests": p["tests"],
-                                         "dtypes": sorted(dts)}, budget[0])
+                                         "dtypes": sorted(dts), "first": first(p, worker)}, budget[0])
                 if st == "timeout" and budget[1]:
                     return None
                 rec.update(status=st, detail=detail, blobs=changed)
@@ -579,6 +586,39 @@ def campaign(args):
         todo = todo[:args.limit]
     lock = threading.Lock()
     ran = [0]
+    # Which tests killed each target's mutants: the three that killed most run first for the next
+    # mutant of that target (a mutant they do not kill then runs the whole selection), so most
+    # mutants cost one or two tests, not the selection's collection and its tests up to a failure.
+    killers = {}
+
+    def learn(r):
+        if r.get("status") == "killed" and isinstance(r.get("detail"), dict) and r["detail"].get("failed") \
+                and r.get("kind") != "canary":
+            c = killers.setdefault(r["stem"], {})
+            c[r["detail"]["failed"]] = c.get(r["detail"]["failed"], 0) + 1
+    for r in done.values():
+        learn(r)
+
+    # A killer runs first only once it has passed alone on the unmutated shaders: a test whose
+    # inputs come from the global RNG state its file's earlier tests leave may fail when run alone.
+    alone_ok = {}
+
+    def first(p, worker):
+        with lock:
+            c = killers.get(p["target"], {})
+            cands = sorted(c, key=lambda n: -c[n])
+        out = []
+        for n in cands:
+            if len(out) == 3:
+                break
+            if (p["target"], n) not in alone_ok:
+                st, _ = worker.run({"dir": p["odir"], "family": p["family"], "tests": p["tests"],
+                                    "dtypes": sorted(set().union(*VARIANT_DTYPES.values())), "only": [n]},
+                                   args.timeout)
+                alone_ok[(p["target"], n)] = st == "survived"
+            if alone_ok[(p["target"], n)]:
+                out.append(n)
+        return out
 
     def timeout():
         """(seconds the next mutant's tests may take, whether that is the deadline's cut)"""
@@ -600,10 +640,11 @@ def campaign(args):
                     print(f"mutate: {p['target']} baseline: {'passes' if st == 'survived' else 'FAILS'} {detail}",
                           flush=True)
                     continue
-                rec = _run_mutant(p, m, worker, tmp, timeout)
+                rec = _run_mutant(p, m, worker, tmp, timeout, first)
                 if rec is None:
                     continue
                 with lock:
+                    learn(rec)
                     out.write(json.dumps(rec) + "\n")
                     ran[0] += 1
                     print(f"[{ran[0]}] {rec['id']} line {rec['line']} {rec['kind']} {rec['what']}: "

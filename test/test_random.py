@@ -74,6 +74,20 @@ def test_philox_known_answers():
     assert [int(v[0]) for v in w] == [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
 
 
+def test_stream_uses_every_bit_of_seed_and_offset():
+    """The key's high word (seed >> 32) and the counter's offset words: a seed and an offset past
+    2^32, restored through set_rng_state, give the reference's words (random_'s full 64-bit range:
+    word 1 above word 0, as in the known answer above)."""
+    seed, off = 0xDEADBEEF12345678, (1 << 33) + 5
+    torch.vkml.set_rng_state(torch.frombuffer(bytearray(np.array([seed, off], dtype="<u8").tobytes()),
+                                              dtype=torch.uint8))
+    assert state() == (seed, off)
+    got = torch.empty(300, dtype=torch.int64, device=DEV).random_(-2 ** 63, None).cpu().numpy().view(np.uint64)
+    w = philox(seed, off, np.arange(300))
+    assert np.array_equal(got, (w[1] << np.uint64(32)) | w[0])
+    assert state() == (seed, off + 1)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_uniform_is_the_documented_stream(dtype):
     torch.vkml.manual_seed(1234)
