@@ -84,6 +84,7 @@ TARGETS = {
                     SIZES, OPS, L + "test_gemm_long_k_and_big_grids"], None),
     "gemm_gemv": ("gemm_gemv.comp", ["gemm_gemv"], "gemm",
                   [G + "test_pipeline_forced[gemv]", G + "test_choice_by_shape", G + "test_batched_long_k_gemv_splits",
+                   G + "test_gemv_sums_in_its_documented_order",
                    SIZES, OPS,
                    L + "test_gemm_long_k_and_big_grids"], None),
     "gemm_coop": ("gemm_coop.comp", ["gemm_coop"], "gemm", ["test/test_gemm.py"], "cooperative_matrix"),
@@ -108,6 +109,12 @@ ANNOTATED = [
     ("elementwise", "layout(local_size_x = 128) in;", "128 -> 129", "equivalent",
      "global_index() still counts 128 per group: the extra invocations recompute elements that "
      "others compute, with the same value"),
+    ("fused", "layout(local_size_x = 128) in;", "128 -> 129", "equivalent",
+     "as elementwise's: global_index() counts 128 per group, the extra invocations recompute elements "
+     "that others compute, with the same value (a survivor on the H200, 2026-12-02)"),
+    ("nll", "shared T s_loss[128];", "128 -> 129", "equivalent", "a larger shared array than used"),
+    ("nll", "shared T s_w[128];", "128 -> 129", "equivalent", "a larger shared array than used"),
+    ("conv_wgrad", "shared T red[128];", "128 -> 129", "equivalent", "a larger shared array than used"),
     ("elementwise", "for (uint d = 0u; d < pc.ndim; ++d) {", "< -> <=", "equivalent",
      "the extra dim has stride 0 in all three operands (the push block is zeroed)"),
     ("reduce", "uint nr = (pc.ndims >> 8) & 0xffu;", "& -> |", "equivalent",
@@ -417,20 +424,26 @@ class Worker:
         self.p = None
         return "timeout", f"no result in {timeout} s"
 
-    def stop(self):
+    def stop(self, wait=30):
         if self.p and self.p.poll() is None:
             self.p.stdin.close()
-            self.p.wait(timeout=30)
+            try:
+                self.p.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
 
 
 # ---- the campaign --------------------------------------------------------------------------------
 
-def _load_results(path):
+def _load_results(paths):
+    """The results of every file, a later one's record of a mutant replacing an earlier one's."""
     res = {}
-    if os.path.exists(path):
-        for line in open(path):
-            r = json.loads(line)
-            res[(r["id"], r["hash"])] = r
+    for path in paths:
+        if os.path.exists(path):
+            for line in open(path):
+                r = json.loads(line)
+                res[(r["id"], r["hash"])] = r
     return res
 
 
@@ -572,8 +585,8 @@ def _run_mutant(p, m, worker, tmp, timeout, first):
 
 def campaign(args):
     done = _load_results(args.results)
-    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
-    out = open(args.results, "a", buffering=1)
+    os.makedirs(os.path.dirname(os.path.abspath(args.results[-1])), exist_ok=True)
+    out = open(args.results[-1], "a", buffering=1)  # new results go to the last file
     tmp = tempfile.mkdtemp(prefix="vkml-mutate-")
     t_start = time.time()
     end = t_start + args.deadline if args.deadline else None
@@ -612,9 +625,12 @@ def campaign(args):
             if len(out) == 3:
                 break
             if (p["target"], n) not in alone_ok:
+                budget = timeout()
                 st, _ = worker.run({"dir": p["odir"], "family": p["family"], "tests": p["tests"],
                                     "dtypes": sorted(set().union(*VARIANT_DTYPES.values())), "only": [n]},
-                                   args.timeout)
+                                   budget[0])
+                if st == "timeout" and budget[1]:
+                    break  # the deadline: not known
                 alone_ok[(p["target"], n)] = st == "survived"
             if alone_ok[(p["target"], n)]:
                 out.append(n)
@@ -653,7 +669,7 @@ def campaign(args):
                         print(f"mutate: WARNING: {p['target']}'s canary survived: its tests do not reach "
                               f"{p['fname']}", flush=True)
         finally:
-            worker.stop()
+            worker.stop(0 if end is not None else 30)  # past the deadline nothing is waited for
     threads = [threading.Thread(target=slot, args=(k,)) for k in range(max(1, args.jobs))]
     try:
         for t in threads:
@@ -675,7 +691,8 @@ def report(args):
     for target in _targets(args):
         text, h = _source(target)
         c = dict.fromkeys(total, 0)
-        away = unreachable(target)
+        # unreachable on this device, unless results of it exist (a run on a device that has it)
+        away = unreachable(target) if not any(k[1] == h for k in done if k[0].startswith(target + ":")) else ""
         cr = done.get((f"{target}:canary", h))
         reached = "unreachable" if away else (cr["status"] if cr else "not run")
         for mid, line, kind, what, _ in mutants(target, text):
@@ -722,7 +739,8 @@ def main():
     ap.add_argument("--every", type=int, default=1, help="run every K-th mutant (a spread sample; later "
                     "runs with another --start fill in the rest)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a mutant's tests may take")
-    ap.add_argument("--results", default=RESULTS)
+    ap.add_argument("--results", action="append", help="results file (repeatable: all are read, later "
+                    "ones win, new results go to the last; default build/mutate/results.jsonl)")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run side by side, each in its own worker "
                     "(a GPU with cores to spare; lavapipe already uses every core)")
     ap.add_argument("--deadline", type=float, help="seconds after which no mutant is started, and one "
@@ -738,6 +756,7 @@ def main():
     ap.add_argument("--report", action="store_true", help="only print the score of the results so far")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.results = args.results or [RESULTS]
     if args.worker:
         return worker()
     if args.list:

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 import vkml_torch
@@ -153,6 +154,40 @@ def test_batched_long_k_gemv_splits():
     assert len(names) == 2 and "gemm_gemv" in names[0], f"expected gemv chunks and an ordered sum pass, ran {names}"
     helpers.assert_close_row(helpers.row("bmm"), torch.bmm(va, vb).cpu(), torch.bmm(a.double(), b.double()).float(),
                              torch.bmm(a.double().abs(), b.double().abs()), n=4096)
+
+
+def _gemv_order(v, lanes):
+    """shaders/gemm_gemv.comp's documented order for one output whose products are v (float32):
+    lane l adds k = l, l + lanes, ... in order, then the lanes' sums are added in lane order."""
+    parts = [np.float32(0)] * lanes
+    for k, x in enumerate(v):
+        parts[k % lanes] = np.float32(parts[k % lanes] + x)
+    s = np.float32(0)
+    for p in parts:
+        s = np.float32(s + p)
+    return s
+
+
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
+@pytest.mark.parametrize("layout,lanes", [("b contiguous along n: column layout", 4), ("b transposed: dot layout", 32)])
+def test_gemv_sums_in_its_documented_order(layout, lanes):
+    """m = 1: the same bytes on every device, in the order the shader's header documents (the
+    mutation campaign's gemm_gemv:2 and :4 swapped the two layouts and no tolerance could tell).
+    a is ones, so each product is exact and each fma one rounded add; b holds integers up to 2^27,
+    whose float32 sums round differently in different orders."""
+    g = torch.Generator().manual_seed(5)
+    K, N = 64, 24
+    b = (torch.randint(-2 ** 27, 2 ** 27, (K, N), generator=g) * (torch.rand(K, N, generator=g) < 0.5)
+         + torch.randint(-8, 8, (K, N), generator=g)).float()
+    bt = b if lanes == 4 else b.t().contiguous().t()
+    a = torch.ones(1, K)
+    names = _shaders(lambda: a.to("vkml") @ bt.to("vkml"))
+    assert names and "gemm_gemv" in names[0], f"ran {names}"
+    got = (a.to("vkml") @ bt.to("vkml")).cpu()[0].numpy()
+    want = np.array([_gemv_order(b[:, j].numpy(), lanes) for j in range(N)])
+    other = np.array([_gemv_order(b[:, j].numpy(), 36 - lanes) for j in range(N)])
+    assert not np.array_equal(want, other), "the inputs must tell the two orders apart"
+    assert np.array_equal(got, want), f"{layout}: got {got}, documented order {want}"
 
 
 # Where the device has VK_NV_cooperative_matrix (the H200; lavapipe has none), float16 matmuls
