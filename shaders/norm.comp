@@ -93,6 +93,20 @@ void locate(uint g, uint r, out uint a, out uint c, out uint s) {
 
 const uint kUnroll = 4u;  // elements per loop trip (llvmpipe caps an invocation's loop trips)
 
+// One loop trip's terms (the valid ones are a prefix: r grows with u), added pairwise and pushed
+// once: the counter's 20 unrolled levels per push were more than half of a layer norm's time on
+// the H200 (docs/performance.md). A trip's own tree has depth <= 2, so an invocation's sum keeps
+// its depth bound (backend/cpu/norm_bounds.h). Written for kUnroll == 4.
+T q_a[kUnroll], q_b[kUnroll];
+void push_trip(uint nv) {
+  if (nv == 0u) return;
+  T a = q_a[0], b = q_b[0];
+  if (nv == 4u) { a = (q_a[0] + q_a[1]) + (q_a[2] + q_a[3]); b = (q_b[0] + q_b[1]) + (q_b[2] + q_b[3]); }
+  else if (nv == 3u) { a = (q_a[0] + q_a[1]) + q_a[2]; b = (q_b[0] + q_b[1]) + q_b[2]; }
+  else if (nv == 2u) { a = q_a[0] + q_a[1]; b = q_b[0] + q_b[1]; }
+  acc_push(a, b);
+}
+
 // ---- forward ----------------------------------------------------------------------------------
 void forward(uint g, uint R) {
   const T eps = from_raw(p.eps);
@@ -105,24 +119,32 @@ void forward(uint g, uint R) {
     // Corrected two-pass: mean m0, then sums of d = x - m0 and d^2; the correction removes the
     // error of m0 from both the mean and the variance (Chan, Golub, LeVeque).
     pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+      uint nv = 0u;
       [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
         uint r = r0 + u * 128u + tid;
-        if (r < R) { locate(g, r, a, c, s); acc_push(ld3(X, a, c, s), T(0)); }
+        if (r < R) { locate(g, r, a, c, s); q_a[u] = ld3(X, a, c, s); q_b[u] = T(0); ++nv; }
       }
+      push_trip(nv);
+    }
     T s1, unused;
     acc_total(s1, unused);
     const T m0 = s1 / T(R);
     pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+      uint nv = 0u;
       [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
         uint r = r0 + u * 128u + tid;
         if (r < R) {
           locate(g, r, a, c, s);
           T d = ld3(X, a, c, s) - m0;
-          acc_push(d, d * d);
+          q_a[u] = d;
+          q_b[u] = d * d;
+          ++nv;
         }
       }
+      push_trip(nv);
+    }
     T t1, t2;
     acc_total(t1, t2);
     // The squares overflowed (an |x - m0| or their sum past the type's range): the variance is
@@ -197,7 +219,8 @@ void backward(uint g, uint R) {
   const bool torch_bn = per_channel && (is_inf(rstd) || is_nan(rstd));
   if (train || (per_channel && (has(DW) || has(DB)))) {
     pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+      uint nv = 0u;
       [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
         uint r = r0 + u * 128u + tid;
         if (r < R) {
@@ -205,9 +228,13 @@ void backward(uint g, uint R) {
           T ai = ld3(DY, a, c, s);
           if (!per_channel) ai *= ld1_or(BW, c, T(1));
           const T d = ld3(BX, a, c, s) - mean;
-          acc_push(ai, torch_bn ? ai * d : ai * (d * rstd));
+          q_a[u] = ai;
+          q_b[u] = torch_bn ? ai * d : ai * (d * rstd);
+          ++nv;
         }
       }
+      push_trip(nv);
+    }
     acc_total(sa, sb);
   }
   if (per_channel && tid == 0u) {
@@ -314,7 +341,8 @@ void backward(uint g, uint R) {
 // element with the statistics of its own group.
 void affine(uint c, uint R) {
   pn = 0u;
-  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+    uint nv = 0u;
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
       uint r = r0 + u * 128u + tid;
       if (r < R) {
@@ -326,9 +354,13 @@ void affine(uint c, uint R) {
         // (NaN for rstd = inf, mean = 0, where (x - mean) * rstd is an infinity)
         const bool torch_form = (p.flags & NORM_LAYER) != 0u &&
                                 (is_inf(mean) || is_nan(mean) || is_inf(rstd) || is_nan(rstd));
-        acc_push(dy, dy * (torch_form ? rstd * x + (-rstd * mean) : (x - mean) * rstd));
+        q_a[u] = dy;
+        q_b[u] = dy * (torch_form ? rstd * x + (-rstd * mean) : (x - mean) * rstd);
+        ++nv;
       }
     }
+    push_trip(nv);
+  }
   T sa, sb;
   acc_total(sa, sb);
   // Group norm whose dw came out non-finite: torch CPU's form, sum over the samples of

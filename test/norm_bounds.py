@@ -133,8 +133,30 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
         edx = e * (Ra * (wp.abs() * ((L + 17) * (ma + xh.abs() * mb) + 5 * a.abs())))
     else:
         edx = 6 * e * (dy * W * Rs).abs()
+        # the shader's (dy * w) * rstd: a product below the normal range is rounded to the denormal
+        # spacing, which rstd scales (a subnormal w: a norm-only fuzz run, 2026-12-02); torch CPU's
+        # first product may be another pair (dy * invstd, subnormal for a subnormal dy, seen in the
+        # same run), scaled by the third factor
+        fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
+        spacing, tiny = fi.smallest_normal * fi.eps, fi.smallest_normal
+        zero = torch.zeros_like(edx)
+        edx = edx + torch.where((dy * W).abs() < tiny, spacing * Ra, zero)
+        if vs_cpu:
+            edx = edx + torch.where((W * Rs).abs() < tiny, spacing * dy.abs(), zero) + \
+                torch.where((dy * Rs).abs() < tiny, spacing * W.abs(), zero)
     Lc = _L(grp.A * grp.S)
     edw = (Lc + 8) * e * per_chan((dy * xh).abs())
+    # below the normal range a rounding is absolute, up to one denormal spacing, which the later
+    # factors scale: the shader's dy * ((x - mean) * rstd) (float64 dw of -5.2e-308: a norm-only
+    # fuzz run, 2026-12-02), and torch's dy * x of its uncentered sums
+    fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
+    spacing, tiny = fi.smallest_normal * fi.eps, fi.smallest_normal
+    xm, ady, z = (x - M).abs(), dy.abs(), torch.zeros_like(dy)
+    sub = spacing * (torch.where(xm < tiny, Ra * ady, z) + torch.where(xm * Ra < tiny, ady, z) +
+                     torch.where(xm * Ra * ady < tiny, z + 1, z))
+    edw = edw + per_chan(sub)
+    if vs_cpu:
+        edw = edw + per_chan(spacing * torch.where((dy * x).abs() < tiny, Ra, z))
     edb = (Lc + 3) * e * per_chan(dy.abs())
     if not vs_cpu:
         return [(edx / e, 1), (edw / e, 1), (edb / e, 1)]

@@ -258,7 +258,10 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
       } else {
         const LD dx = av[i] * wp * rstd;
         put3(n.t[B::dx], ai, ci, si, dx);
-        sc.set3(B::dx, g, ai, ci, si, 6 * std::fabs(double(dx)));
+        // the shader's (dy * w) * rstd: a subnormal dy * w is rounded to the denormal spacing,
+        // which rstd then scales (fuzz: w = -1.8e-40 and rstd = 316 gave a 1.5e-7 relative error)
+        const double sub = std::fabs(double(av[i] * wp)) < nb::smallest_normal(e) ? nb::spacing(e) * std::fabs(double(rstd)) / e : 0;
+        sc.set3(B::dx, g, ai, ci, si, 6 * std::fabs(double(dx)) + sub);
       }
     }
   }
@@ -267,6 +270,8 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
   const double Lc = std::log2(double(Rc > 1 ? Rc : 1));
   for (int64_t c = 0; c < g.C; ++c) {
     LD sdy = 0, sdx = 0, ady = 0, adx = 0;
+    double sub = 0;  // denormal spacings the shader's dy * ((x - mean) * rstd) may lose, scaled
+    const double tiny = nb::smallest_normal(e), spacing = nb::spacing(e);
     for (int64_t ai = 0; ai < g.A; ++ai)
       for (int64_t si = 0; si < g.S; ++si) {
         LD mu, rstd;
@@ -276,6 +281,10 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
         const bool torch_form = a.layer && !(std::isfinite(mu) && std::isfinite(rstd));  // as the shader
         const LD t = dy * (torch_form ? rstd * x + (-rstd * mu) : (x - mu) * rstd);
         sdy += dy, sdx += t, ady += std::fabs(dy), adx += std::fabs(t);
+        // below the normal range a rounding is absolute, up to one spacing, and the later factors
+        // scale it (float64 dw of -5.2e-308: a norm-only fuzz run, 2026-12-02)
+        const double xm = std::fabs(double(x - mu)), xh = xm * std::fabs(double(rstd)), ad = std::fabs(double(dy));
+        sub += spacing * ((xm < tiny ? std::fabs(double(rstd)) * ad : 0) + (xh < tiny ? ad : 0) + (xh * ad < tiny ? 1 : 0));
       }
     if (!a.layer && !std::isfinite(sdx)) {  // group norm: torch CPU's per-sample form, as the shader
       sdx = 0;
@@ -294,7 +303,7 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
     }
     put1(n.t[B::dw], c, sdx);
     put1(n.t[B::db], c, sdy);
-    sc.set1(B::dw, c, (Lc + 8) * double(adx));
+    sc.set1(B::dw, c, (Lc + 8) * double(adx) + sub / e);
     sc.set1(B::db, c, (Lc + 3) * double(ady));
   }
 }

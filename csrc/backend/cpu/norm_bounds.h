@@ -6,8 +6,18 @@
 // docs/normalization.md derives each line.
 #pragma once
 #include <cmath>
+#include <limits>
 
 namespace vkml::cpu::norm_bounds {
+
+// The compute type's (eps 2^-23: float32, else float64) smallest normal, and its denormal spacing:
+// a product that lands below the first is rounded to a multiple of the second.
+inline double smallest_normal(double e) {
+  return e > 1e-10 ? double(std::numeric_limits<float>::min()) : std::numeric_limits<double>::min();
+}
+inline double spacing(double e) {
+  return e > 1e-10 ? double(std::numeric_limits<float>::denorm_min()) : std::numeric_limits<double>::denorm_min();
+}
 
 // Statistics of one group of n elements: mean mu, biased variance var, mean |x| mabs.
 struct Group {
