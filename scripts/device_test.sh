@@ -10,8 +10,10 @@
 #   bash scripts/device_test.sh mutate [T...]  the mutation campaign, 15 mutants side by side: first each
 #        target's tests on the unmutated shaders (--baseline; a target that fails them is left out),
 #        then the mutants not yet in .vkdev/mutate.jsonl until the time is up; T...: only these
-#        targets, no baseline. $OUT/mutate.jsonl is all results so far: copy it to .vkdev/ for the
-#        next call.
+#        targets, no baseline. Start from the kept results (cp docs/mutation/h200.jsonl
+#        .vkdev/mutate.jsonl); $OUT/mutate.jsonl is all results so far: copy it to .vkdev/ for the
+#        next call, and back to docs/mutation/h200.jsonl less its "timeout" records (a survivor's
+#        whole selection can pass the limit under 15-way contention; docs/testing.md).
 # Results land in $OUT (build.log, plain.log, check.log, bench.log, bench.json, mutate.*).
 set -u
 . .vkdev/prelude.sh >/dev/null 2>&1

@@ -7,6 +7,9 @@ tests, or a change that cannot matter). See docs/testing.md.
     .venv/bin/python scripts/mutate.py --family reduce --limit 20
     .venv/bin/python scripts/mutate.py --list                # the mutants, nothing run
     .venv/bin/python scripts/mutate.py --report              # the score from the results so far
+    .venv/bin/python scripts/mutate.py --results docs/mutation/h200.jsonl --results docs/mutation/lavapipe.jsonl
+                                                             # continue the kept campaign (new results: last file)
+    .venv/bin/python scripts/mutate.py --jobs 15 --deadline 450   # side by side (a GPU host), stop in time
 
 Mutants (of each target in TARGETS: every shaders/*.comp and ew_ops.glsl, never of comments or
 #if/#include lines): an operator swapped
@@ -22,7 +25,9 @@ once) runs first and must be killed: it proves the tests reach that shader. A ta
 device feature this device lacks (gemm_coop: VK_NV_cooperative_matrix) is unreachable: not run. No C++ is rebuilt: a mutant costs its glslc runs
 (about 0.3 s a blob) plus the tests up to the first failure.
 
-Results go to build/mutate/results.jsonl, one line per mutant, keyed by the mutant and the hash of
+Mutants are taken in turns over the targets; the three tests that killed most of a target's
+mutants so far run first for its next one (each once it has passed alone unmutated).
+Results go to build/mutate/results.jsonl (or the last --results), one line per mutant, keyed by the mutant and the hash of
 the source it was made from, so a run can stop at any point and the next one resumes (a changed
 shader's mutants run again). A mutant that crashes the worker or runs past --timeout is killed
 (the suite would fail), and reported as such.

@@ -51,6 +51,14 @@ REGRESSIONS = [
      P("argmax", "argmax", "int64", [T([3], "bool", v=("bool", 0.0), seed=1), None, False])),
     ("fill_ of a 1-element int32 tensor with -inf filled; torch raises (cannot be converted without overflow)",
      P("fill", "fill_.Scalar", "int32", [T([1], "int32", ("s", 0, 2, 0), ("ties", 0.0), 1), -inf])),
+    ("fill_ of a 0-dim float32 tensor with 1e300 filled; torch raises (value cannot be converted to type float "
+     "without overflow): its 1-element fast path skips the check for float16 and bfloat16 only (make test's "
+     "fuzz sample under hypothesis 6.170.17, 2026-12-02)",
+     {"row": "fill", "ov": "fill_.Scalar", "dt": "float32",
+      "args": [{"T": [], "dt": "float32", "lay": ["c"], "v": ["normal", 0.0], "seed": 0}, 1e300], "kwargs": {}, "outs": {}}),
+    ("the same for float16 and bfloat16, where torch's 1-element fast path gives inf (and raises for 2 elements)",
+     {"row": "fill", "ov": "fill_.Scalar", "dt": "float16",
+      "args": [{"T": [1], "dt": "float16", "lay": ["c"], "v": ["normal", 0.0], "seed": 0}, 1e5], "kwargs": {}, "outs": {}}),
     ("masked_fill_ of a bool tensor with 0.001 wrote False (the value was truncated to an integer)",
      P("masked_fill", "masked_fill_.Scalar", "bool",
        [T([4, 2, 3, 8, 2], "bool", ("n", 3, 2, 2), ("bool", 1.0)), T([], "bool", v=("bool", 1.0), seed=524289), 0.001])),
