@@ -641,3 +641,46 @@ def test_layer_norm_variance_overflow():
         assert_exact(rstd.flatten(), torch.zeros(3), what=f"rstd (check={check})")
         assert_exact(y, b.expand(3, 9), what=f"y (check={check})")
         assert torch.allclose(mean.flatten()[:2], x[:2].double().mean(1).float(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["layer", "group", "batch"])
+def test_a_neighbour_groups_infinity_stays_out(kind):
+    """Each statistics group reads only its own elements: an infinity in the element just past a
+    group (the next row's first, the next group's first channel, the next channel) leaves that
+    group's outputs finite and equal to torch CPU's. The mean's correction pass hides a wrong
+    first-pass mean for finite values (mutation norm:180, `r < R` -> `r <= R`), not for an
+    infinity, which makes it NaN."""
+    g = torch.Generator().manual_seed(8)
+    if kind == "layer":
+        x = torch.randn(4, 7, generator=g)
+        x[1, 0] = math.inf
+        f = lambda t: F.layer_norm(t, (7,))  # noqa: E731
+    elif kind == "group":
+        x = torch.randn(2, 4, 3, generator=g)
+        x[0, 2, 0] = math.inf  # the first element of sample 0's second group (2 channels a group)
+        f = lambda t: F.group_norm(t, 2)  # noqa: E731
+    else:
+        x = torch.randn(3, 4, 2, generator=g).transpose(0, 1).contiguous().transpose(0, 1)  # channel-major
+        x[0, 1, 0] = math.inf  # the first element of channel 1 in memory order
+        f = lambda t: F.batch_norm(t, None, None, training=True)  # noqa: E731
+    got, want = f(x.to(DEV)).cpu(), f(x)
+    clean = {"layer": (slice(0, 1),), "group": (0, slice(0, 2)), "batch": (slice(None), slice(0, 1))}[kind]  # the group before it
+    assert torch.isfinite(want[clean]).all(), "the reference must be finite there"
+    assert torch.isfinite(got[clean]).all(), f"{kind}: the neighbour's infinity reached the group: {got[clean]}"
+    assert_close_row(row(f"{kind}_norm"), got[clean], want[clean], want[clean].abs() + 1, n=x[clean].numel())
+
+
+def test_an_infinity_in_every_position_of_a_trip_reaches_the_mean():
+    """Every loop trip's terms reach the first pass's mean: an infinity at position 200 of a row of
+    1024 (the second of invocation 72's four terms in its first trip, whose rows are long enough for
+    a fifth) makes the row's mean and output NaN, as torch CPU gives them. A finite term left out
+    of that pass is hidden by the mean's correction pass; an infinite one is not (mutation
+    norm:180, the trip loop's `u < kUnroll` -> `<=`: five terms counted, only the first pushed)."""
+    x = torch.randn(3, 1024, generator=torch.Generator().manual_seed(9))
+    x[1, 200] = math.inf
+    y, mean, rstd = torch.native_layer_norm(x.to(DEV), [1024], None, None, 1e-5)
+    wy, wmean, wrstd = torch.native_layer_norm(x, [1024], None, None, 1e-5)
+    assert torch.isnan(wy[1]).all() and torch.isnan(wmean[1]).all(), "torch CPU's reference: a NaN row"
+    assert torch.isnan(y.cpu()[1]).all() and torch.isnan(mean.cpu()[1]).all(), f"mean {mean.cpu()[1]}"
+    assert torch.isfinite(y.cpu()[[0, 2]]).all()
+    assert_close_row(row("layer_norm"), y.cpu()[[0, 2]], wy[[0, 2]], wy[[0, 2]].abs() + 1, n=1024)
