@@ -40,3 +40,20 @@ def test_row_maximum_in_chunk_128_of_a_row_over_128_chunks():
     sc, k = _softmax_scale(x, 1)
     assert got.isfinite().all(), "non-finite result: the row maximum was not the whole row's"
     assert_close_row(row("softmax"), got, ref, sc, k)
+
+
+@pytest.mark.parametrize("name,fn", [("softmax", torch.softmax), ("log_softmax", torch.log_softmax)])
+def test_each_long_row_uses_its_own_chunk_partials(name, fn):
+    """Three rows of two chunks (65536 each) and a bit: pass 2 must combine row r's own chunk
+    partials (r * parts + p). Row 1's maximum, 100, is in its second chunk; with another row's
+    partials its exp overflows. (Mutant softmax:90, `row * parts` -> `row / parts`, survived the
+    single-row tests.)"""
+    n = 2 * 65536 + 7
+    x = torch.linspace(-2, 2, 3 * n, dtype=torch.float32).reshape(3, n)
+    x[1, 65536 + 11] = 100.0
+    x[2, 3] = -90.0
+    ref = fn(x.double(), 1).float()
+    sc, k = _softmax_scale(x, 1)
+    got = fn(x.to(DEV), 1).cpu()
+    assert got.isfinite().all(), f"{name}: non-finite result: a row took another row's chunk partials"
+    assert_close_row(row(name), got, ref, sc, k)
