@@ -21,6 +21,13 @@ def _L(n):
     return math.log2(max(n, 1))
 
 
+def denormal(e):
+    """(denormal spacing, smallest normal) of the compute type whose eps is e: below the second a
+    rounding is absolute, up to one of the first."""
+    fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
+    return fi.smallest_normal * fi.eps, fi.smallest_normal
+
+
 class Groups:
     """x (any float dtype) as [A, C, S] in float64, grouped: per channel (batch norm) or G groups
     per sample (layer norm: G = 1, S = 1). Group stats are computed exactly enough (float64)."""
@@ -137,8 +144,7 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
         # spacing, which rstd scales (a subnormal w: a norm-only fuzz run, 2026-12-02); torch CPU's
         # first product may be another pair (dy * invstd, subnormal for a subnormal dy, seen in the
         # same run), scaled by the third factor
-        fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
-        spacing, tiny = fi.smallest_normal * fi.eps, fi.smallest_normal
+        spacing, tiny = denormal(e)
         zero = torch.zeros_like(edx)
         edx = edx + torch.where((dy * W).abs() < tiny, spacing * Ra, zero)
         if vs_cpu:
@@ -149,8 +155,7 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
     # below the normal range a rounding is absolute, up to one denormal spacing, which the later
     # factors scale: the shader's dy * ((x - mean) * rstd) (float64 dw of -5.2e-308: a norm-only
     # fuzz run, 2026-12-02), and torch's dy * x of its uncentered sums
-    fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
-    spacing, tiny = fi.smallest_normal * fi.eps, fi.smallest_normal
+    spacing, tiny = denormal(e)
     xm, ady, z = (x - M).abs(), dy.abs(), torch.zeros_like(dy)
     sub = spacing * (torch.where(xm < tiny, Ra * ady, z) + torch.where(xm * Ra < tiny, ady, z) +
                      torch.where(xm * Ra * ady < tiny, z + 1, z))
@@ -178,8 +183,7 @@ def backward(grp, dy3, w, mean, rstd, e, var_given=False, eps=0.0, train=True, v
             2 * e * ((Rs * a).abs() + (bp * x).abs() + cp.abs())
         # torch's c1 = rstd * w: below the normal range its rounding is absolute, up to one
         # denormal spacing, and c1 * dy carries it (a given rstd of 1.4e-45: fuzz seed 31337)
-        fi = torch.finfo(torch.float64 if e == eps_of(torch.float64) else torch.float32)
-        spacing, tiny = fi.smallest_normal * fi.eps, fi.smallest_normal  # the denormal spacing
+        spacing, tiny = denormal(e)
         cdx = cdx + torch.where((Rs * W).abs() < tiny, spacing * dy.abs(), torch.zeros_like(dy))
         # group norm's dw from sum(dy * x) - sum(dy) * mean (uncentered)
         cdw = cdw + (Lc + 4) * e * per_chan(Ra * (dy * x).abs() + Ra * M.abs() * dy.abs())

@@ -407,6 +407,12 @@ KNOWN += [
 ]
 
 
+def _worst_channel(m):
+    """The channel (dim 1) of the worst element a failure message names, or None."""
+    worst = re.search(r"worst at \((\d+), (\d+)", m)
+    return int(worst.group(2)) if worst is not None else None
+
+
 def _nonfinite_affine(p, m=""):
     """Whether a batch norm case has a channel whose weight or bias is an Inf/NaN while its input
     values are finite (a NaN in another channel's input does not matter: found under torch 2.15's
@@ -427,11 +433,9 @@ def _nonfinite_affine(p, m=""):
     def bad(t):
         return torch.zeros(x.shape[1], dtype=torch.bool) if not torch.is_tensor(t) or not t.is_floating_point() \
             else ~t.reshape(-1).isfinite()
-    worst = re.search(r"worst at \((\d+), (\d+)", m)
-    if worst is not None and int(worst.group(2)) < x.shape[1]:
-        ch = int(worst.group(2))
-        if bool((bad(w) | bad(b))[ch]):
-            return True
+    ch = _worst_channel(m)
+    if ch is not None and ch < x.shape[1] and bool((bad(w) | bad(b))[ch]):
+        return True
     return bool((finite_in & (bad(w) | bad(b))).any())
 
 
@@ -439,11 +443,10 @@ def _zero_weight_at_worst(p, m):
     """Whether the worst element (in the message m) of a batch norm backward case lies in a channel
     whose weight is +-0: torch CPU's (... * invstd) * w may overflow to inf before the zero weight
     (inf * 0 = NaN), where the exact dx is 0 (batch-norm-backward-overflow)."""
-    worst = re.search(r"worst at \((\d+), (\d+)", m)
-    if worst is None:
+    ch = _worst_channel(m)
+    if ch is None:
         return False
-    args = [a.cpu() if hasattr(a, "cpu") else a for a in build(p).args]
-    w, ch = args[2], int(worst.group(2))
+    w = [a.cpu() if hasattr(a, "cpu") else a for a in build(p).args][2]
     return torch.is_tensor(w) and w.numel() > ch and float(w.reshape(-1)[ch]) == 0.0
 
 
