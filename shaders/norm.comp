@@ -215,27 +215,33 @@ void backward(uint g, uint R) {
   uint a, c, s;
   T sa = T(0), sb = T(0);
   // Batch norm given a non-finite invstd: torch CPU's order, dotp = sum(dy * (x - mean)) first and
-  // invstd after (dw = dotp * invstd), where ours would make infinities of both signs (NaN).
-  const bool torch_bn = per_channel && (is_inf(rstd) || is_nan(rstd));
+  // invstd after (dw = dotp * invstd), where ours would make infinities of both signs (NaN). The
+  // same for training batch norm whose sums came out non-finite (an infinity in dy): a second pass
+  // takes dotp, since ours, sum(dy * xh), has xh = 0 where (x - mean) * invstd underflows.
+  bool torch_bn = per_channel && (is_inf(rstd) || is_nan(rstd));
   if (train || (per_channel && (has(DW) || has(DB)))) {
-    pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
-      uint nv = 0u;
-      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-        uint r = r0 + u * 128u + tid;
-        if (r < R) {
-          locate(g, r, a, c, s);
-          T ai = ld3(DY, a, c, s);
-          if (!per_channel) ai *= ld1_or(BW, c, T(1));
-          const T d = ld3(BX, a, c, s) - mean;
-          q_a[u] = ai;
-          q_b[u] = torch_bn ? ai * d : ai * (d * rstd);
-          ++nv;
+    for (uint pass = 0u; pass < 2u; ++pass) {
+      pn = 0u;
+      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+        uint nv = 0u;
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+          uint r = r0 + u * 128u + tid;
+          if (r < R) {
+            locate(g, r, a, c, s);
+            T ai = ld3(DY, a, c, s);
+            if (!per_channel) ai *= ld1_or(BW, c, T(1));
+            const T d = ld3(BX, a, c, s) - mean;
+            q_a[u] = ai;
+            q_b[u] = torch_bn ? ai * d : ai * (d * rstd);
+            ++nv;
+          }
         }
+        push_trip(nv);
       }
-      push_trip(nv);
+      acc_total(sa, sb);  // uniform: every invocation takes the same pass count
+      if (torch_bn || !per_channel || !train || !(is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb))) break;
+      torch_bn = true;
     }
-    acc_total(sa, sb);
   }
   if (per_channel && tid == 0u) {
     st1(DW, g, torch_bn ? sb * rstd : sb);

@@ -306,6 +306,23 @@ REGRESSIONS = [
      "the test's bounds now count it (found by a norm-only fuzz run, seed 2, 2026-12-02)",
      {"row": "group_norm_backward", "ov": "native_group_norm_backward", "dt": "float64",
       "gen": [2, True, 0, [["c"], ["c"], ["c"], ["c"], ["c"], ["c"], ["c"], ["c"]], 0.5, "b"], "args": [], "kwargs": {}}),
+    ("batch_norm_backward in training, float32 [3, 2, 5]: channel 1's dy holds -inf, its save_invstd is 1.4e-45. "
+     "vkml's centered dx = rstd * w * (a - mean(a) - xh * mean(a * xh)) made inf - inf (NaN) at finite elements: "
+     "xh = (x - mean) * invstd underflows to 0 there, and 0 * inf is NaN, where torch CPU's (dy - mean(dy) - (x - "
+     "mean) * k) * invstd * w gives -inf. Now training batch norm whose sums come out non-finite takes torch's order, "
+     "dotp = sum(dy * (x - mean)) in a second pass (shaders/norm.comp, the oracle alike; found by a norm-only fuzz "
+     "run, seed 4242, 2026-12-02)",
+     {"row": "batch_norm_backward", "ov": "batch_norm_backward", "dt": "float32",
+      "gen": [501, True, 8, [["c"], ["n", 0, 3, 0], ["c"], ["n", 2, 2, 0], ["n", 5, 2, 1], ["c"], ["c"], ["c"]],
+              0.5, "b"], "args": [], "kwargs": {}}),
+    ("native_layer_norm_backward, float32 [4, 6] with rstd 1.2e-38 and an infinite weight: check mode raised, the "
+     "GPU's dx NaN where the oracle's was -inf. The GPU was right (torch CPU gives NaN too): dy * x = 1e-78 "
+     "underflows to 0 in float32 and 0 * -inf is NaN, while the oracle's long double kept the product. The oracle "
+     "now takes torch's non-finite formula in torch's order with each operation rounded to the compute type "
+     "(backend/cpu/norm.cpp, rc; found by a norm-only fuzz run, seed 4242, 2026-12-02)",
+     {"row": "layer_norm_backward", "ov": "native_layer_norm_backward", "dt": "float32",
+      "gen": [206, False, 3, [["n", 4, 0, 1], ["s", 4, 2, 2], ["n", 5, 3, 0], ["n", 3, 1, 0], ["c"], ["n", 4, 0, 1],
+                              ["s", 2, 2, 0], ["n", 5, 0, 1]], 0.5, "b"], "args": [], "kwargs": {}}),
 ]
 
 
@@ -362,27 +379,6 @@ OPEN_XFAIL = [
      {"row": "batch_norm_backward", "ov": "batch_norm_backward", "dt": "float32",
       "gen": [113043058, False, 10, [["c"], ["c"], ["c"], ["c"], ["c"], ["c"], ["c"], ["c"]], 0.5, "b"],
       "args": [], "kwargs": {}}),
-    ("batch-norm-backward-inf-dy", "torch CPU's order where dy holds an infinity and invstd is finite",
-                                   "batch_norm_backward in training, float32 [3, 2, 5]: channel 1's dy holds -inf, "
-                                   "its save_invstd is 1.4e-45; vkml's centered dx = rstd * w * (a - mean(a) - "
-                                   "xh * mean(a * xh)) makes inf - inf (NaN) at two finite elements where torch "
-                                   "CPU's (dy - mean(dy) - (x - mean) * k) * invstd * w gives -inf. vkml follows "
-                                   "torch's order only for a non-finite invstd (torch_bn in shaders/norm.comp); a "
-                                   "second pass for dotp would extend it to non-finite sums. OPEN: a vkml "
-                                   "difference from torch CPU in an inf - inf case (found by a norm-only fuzz run, "
-                                   "seed 4242, 2026-12-02; the same before that day's shader change)",
-     {"row": "batch_norm_backward", "ov": "batch_norm_backward", "dt": "float32",
-      "gen": [501, True, 8, [["c"], ["n", 0, 3, 0], ["c"], ["n", 2, 2, 0], ["n", 5, 2, 1], ["c"], ["c"], ["c"]],
-              0.5, "b"], "args": [], "kwargs": {}}),
-    ("layer-norm-backward-check-nan", "a diagnosis",
-                                      "native_layer_norm_backward, float32 [4, 6, 1] with generated extreme values: "
-                                      "check mode raises, the GPU's dx -nan where the oracle's is -inf (allowed "
-                                      "difference 0). Not diagnosed: which side's order is torch's (found by a "
-                                      "norm-only fuzz run, seed 4242, 2026-12-02; the same before that day's shader "
-                                      "change). OPEN",
-     {"row": "layer_norm_backward", "ov": "native_layer_norm_backward", "dt": "float32",
-      "gen": [206, False, 3, [["n", 4, 0, 1], ["s", 4, 2, 2], ["n", 5, 3, 0], ["n", 3, 1, 0], ["c"], ["n", 4, 0, 1],
-                              ["s", 2, 2, 0], ["n", 5, 0, 1]], 0.5, "b"], "args": [], "kwargs": {}}),
     ("norm-backward-rstd-cubed", "a torch CPU answer that is not an overflow artifact",
                                  "native_layer_norm_backward given an rstd of 4.5e15 (any tensor is a valid "
                                  "input; no forward makes one): torch CPU's dx = rstd * dy * w + b * x + c with "

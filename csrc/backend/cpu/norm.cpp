@@ -152,6 +152,11 @@ void forward(const Node& n, const Geo& g, double e, Scales& sc) {
   }
 }
 
+// v rounded to the compute type (eps e: float32, else float64). torch's non-finite formulas are
+// taken in its order with each operation rounded: long double's range would keep a product that
+// underflows to 0 there (dy * x = 1e-78 times an infinite w: NaN in float32, -inf in long double).
+LD rc(LD v, double e) { return e > 1e-10 ? LD(float(v)) : LD(double(v)); }
+
 // The statistics the backward uses for group grp: (mean, rstd, relative error of the GPU's rstd).
 void bwd_stats(const Node& n, int64_t grp, double e, LD& mu, LD& rstd, double& rel) {
   const NormArgs& a = n.as<NormArgs>();
@@ -183,9 +188,11 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
       ma += std::fabs(av[size_t(r)]);
       mb += std::fabs(av[size_t(r)] * xh[size_t(r)]);
     }
-    // batch norm given a non-finite invstd: torch CPU's order, dotp = sum(dy * (x - mean)), then
+    // batch norm given a non-finite invstd, or in training with sums non-finite in the compute
+    // type (an infinity in dy): torch CPU's order, as the shader, dotp = sum(dy * (x - mean)), then
     // dw = dotp * invstd and dx = (dy - mean(dy) - (x - mean) * dotp * invstd^2 / N) * invstd * w
-    const bool torch_bn = g.per_channel && !std::isfinite(rstd);
+    const bool torch_bn = g.per_channel && (!std::isfinite(rstd) ||
+                                            (train && !(std::isfinite(rc(sa, e)) && std::isfinite(rc(sb, e)))));
     if (torch_bn) {
       LD dotp = 0;
       for (int64_t r = 0; r < R; ++r) {
@@ -224,25 +231,30 @@ void backward(const Node& n, const Geo& g, double e, Scales& sc) {
         for (int64_t r = 0; r < R; ++r) {
           g.locate(grp, r, ai, ci, si);
           const LD dy = get3(n.t[B::dy], ai, ci, si);
-          dsc[size_t(ci - c0)] += dy * get3(n.t[B::bx], ai, ci, si);
+          dsc[size_t(ci - c0)] += rc(dy * get3(n.t[B::bx], ai, ci, si), e);
           dbc[size_t(ci - c0)] += dy;
         }
         db = 0;
         for (int64_t j = 0; j < g.K; ++j) {
           const LD wc = get1(n.t[B::bw], c0 + j, 1);
-          ds += dsc[size_t(j)] * wc;
-          db += dbc[size_t(j)] * wc;
+          ds += rc(rc(dsc[size_t(j)], e) * wc, e);
+          db += rc(rc(dbc[size_t(j)], e) * wc, e);
         }
       } else {
         for (int64_t r = 0; r < R; ++r) {
-          g.locate(grp, r, ai, ci, si);
-          ds += get3(n.t[B::dy], ai, ci, si) * get3(n.t[B::bx], ai, ci, si) * get1(n.t[B::bw], ci, 1);  // torch's order
+          g.locate(grp, r, ai, ci, si);  // torch's order: (dy * x) * w
+          ds += rc(rc(get3(n.t[B::dy], ai, ci, si) * get3(n.t[B::bx], ai, ci, si), e) * get1(n.t[B::bw], ci, 1), e);
         }
       }
-      const LD tb = (db * mu - ds) * rstd * rstd * rstd / LD(R), tc = -tb * mu - db * rstd / LD(R);
+      ds = rc(ds, e), db = rc(db, e);
+      // torch's b = (db * mean - ds) * a * a * a * scale and c = -b * mean - db * a * scale, left to right
+      const LD scale = rc(1 / LD(R), e);
+      LD tb = rc(rc(rc(db * mu, e) - ds, e) * rstd, e);
+      tb = rc(rc(rc(tb * rstd, e) * rstd, e) * scale, e);
+      const LD tc = rc(rc(-tb * mu, e) - rc(rc(db * rstd, e) * scale, e), e);
       for (int64_t r = 0; r < R; ++r) {
         g.locate(grp, r, ai, ci, si);
-        const LD dx = rstd * av[size_t(r)] + tb * get3(n.t[B::bx], ai, ci, si) + tc;
+        const LD dx = rc(rc(rstd * rc(av[size_t(r)], e), e) + rc(tb * get3(n.t[B::bx], ai, ci, si), e), e) + tc;
         put3(n.t[B::dx], ai, ci, si, dx);
         sc.set3(B::dx, g, ai, ci, si, 6 * std::fabs(double(dx)));
       }
