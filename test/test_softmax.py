@@ -42,6 +42,22 @@ def test_row_maximum_in_chunk_128_of_a_row_over_128_chunks():
     assert_close_row(row("softmax"), got, ref, sc, k)
 
 
+@pytest.mark.parametrize("n", [2 * 65536 + 1, 2 * 65536 + 2])
+def test_a_row_just_past_two_chunks_reads_only_its_own_elements(n):
+    """Rows of 2 * 65536 + 1 and + 2 elements: three chunks, the last holding one or two. Each
+    chunk's bounds must be the row's: with chunks one element longer (mutant softmax:21, kChunk
+    65536 -> 65537, which survived) the third starts past the row's end, its length wraps, and it
+    reads the next row, whose first elements are 100 here."""
+    x = torch.linspace(-2, 2, 2 * n, dtype=torch.float32).reshape(2, n)
+    x[1, :8] = 100.0
+    x[0, 5] = 3.0
+    for name, fn in (("softmax", torch.softmax), ("log_softmax", torch.log_softmax)):
+        ref = fn(x.double(), 1).float()
+        sc, k = _softmax_scale(x, 1)
+        got = fn(x.to(DEV), 1).cpu()
+        assert_close_row(row(name), got, ref, sc, k)
+
+
 @pytest.mark.parametrize("name,fn", [("softmax", torch.softmax), ("log_softmax", torch.log_softmax)])
 def test_each_long_row_uses_its_own_chunk_partials(name, fn):
     """Three rows of two chunks (65536 each) and a bit: pass 2 must combine row r's own chunk
