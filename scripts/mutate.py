@@ -3,7 +3,8 @@
 notice. A mutant the family's tests fail on is killed; one they pass is a survivor (a gap in the
 tests, or a change that cannot matter). See docs/testing.md.
 
-    .venv/bin/python scripts/mutate.py                      # every mutant not yet run, then the score
+    .venv/bin/python scripts/mutate.py                      # the campaign's 10% sample, what is not yet run; the score
+    .venv/bin/python scripts/mutate.py --sample 100         # every mutant not yet run
     .venv/bin/python scripts/mutate.py --family reduce --limit 20
     .venv/bin/python scripts/mutate.py --list                # the mutants, nothing run
     .venv/bin/python scripts/mutate.py --report              # the score from the results so far
@@ -774,8 +775,8 @@ def main():
                     help="only this target (a shader, or ew_ops.glsl; repeatable)")
     ap.add_argument("--limit", type=int, help="run at most this many mutants")
     ap.add_argument("--start", type=int, default=0, help="skip the first N mutants of each family")
-    ap.add_argument("--every", type=int, default=1, help="run every K-th mutant (a spread sample; later "
-                    "runs with another --start fill in the rest)")
+    ap.add_argument("--every", type=int, default=1, help="run every K-th mutant, of those in --sample (a spread; "
+                    "later runs with another --start fill in the rest)")
     ap.add_argument("--sample", type=float, default=SAMPLE, help="run the seeded sample of this percentage "
                     f"of each target's mutants (default {SAMPLE:g}: the campaign; 100: all of them)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a mutant's tests may take")
