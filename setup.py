@@ -207,6 +207,10 @@ compile_shaders()
 sources = sorted(glob.glob("csrc/**/*.cpp", recursive=True)) + ["build/gen/spirv_blobs.cpp"]
 # VKML_SANITIZE=address builds with AddressSanitizer (run with LD_PRELOAD=$(g++ -print-file-name=libasan.so)).
 sanitize = [f"-fsanitize={os.environ['VKML_SANITIZE']}", "-fno-omit-frame-pointer"] if os.environ.get("VKML_SANITIZE") else []
+# Debug info: line tables only (-g1: backtraces keep functions, files and lines). Python's own
+# flags say -g, and full debug info of the torch templates more than doubled the compile (softmax.cpp:
+# 54 s with -g, 24 s with -g1 on the 2-core machine), most of a clean build and of CI. VKML_DEBUG=1: -g.
+debug = ["-g"] if os.environ.get("VKML_DEBUG") == "1" else ["-g1"]
 
 # Name, version, entry point and the rest of the metadata: pyproject.toml.
 setup(
@@ -217,7 +221,7 @@ setup(
             sources,
             include_dirs=[os.path.join(ROOT, "csrc"), SHADERS, GEN],
             extra_compile_args={"cxx": ["-std=c++20", "-O2", "-fvisibility=hidden",
-                                        "-Wno-unused-parameter", "-Wno-missing-field-initializers"] + sanitize},
+                                        "-Wno-unused-parameter", "-Wno-missing-field-initializers"] + debug + sanitize},
             extra_link_args=sanitize,
             libraries=["dl"],
         )
