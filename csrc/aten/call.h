@@ -4,6 +4,7 @@
 #include <ATen/core/stack.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "graph/node.h"
 
@@ -13,6 +14,13 @@ struct Call {
   const c10::FunctionSchema& schema;
   torch::jit::Stack* stack;
   size_t base;  // index of the first argument on the stack
+
+  // Bit i: stack[base + i] is a borrowed tensor, one that holds no reference of its own (the
+  // unboxed kernels of aten/registry.cpp put their tensor arguments on the stack so: copying them
+  // in and out costs torch 2.13 a GIL round trip each, PyObject preservation). ret() and
+  // release() let go of those without dropping a reference; a result that is one of them (an
+  // in-place op's self) is pushed borrowed as well, and the caller lets go of it (release()).
+  uint64_t borrowed = 0;
 
   Call(const c10::OperatorHandle& op, torch::jit::Stack* s)
       : schema(op.schema()), stack(s), base(s->size() - op.schema().arguments().size()) {}
@@ -52,12 +60,37 @@ struct Call {
   template <class... T>
   void ret(T&&... results) {
     if constexpr (sizeof...(T) == 0) {
+      release();
       stack->resize(base);
     } else {
-      c10::IValue r[] = {c10::IValue(std::forward<T>(results))...};
+      uint64_t mask = 0;
+      int k = 0;
+      c10::IValue r[] = {result(std::forward<T>(results), k++, mask)...};
+      release();
       stack->resize(base);
       for (auto& v : r) stack->push_back(std::move(v));
+      borrowed = mask;
     }
+  }
+  // Lets go of the borrowed entries (they become None; no reference is dropped).
+  void release() {
+    for (size_t i = 0; borrowed; ++i, borrowed >>= 1)
+      if (borrowed & 1) c10::MaybeOwnedTraits<c10::IValue>::destroyBorrow((*stack)[base + i]);
+  }
+
+ private:
+  // A result as it goes on the stack: borrowed where it is a borrowed argument's tensor.
+  template <class T>
+  c10::IValue result(T&& v, int k, uint64_t& mask) const {
+    if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
+      if (borrowed && v.defined())
+        for (size_t i = 0, b = borrowed; b; ++i, b >>= 1)
+          if ((b & 1) && (*stack)[base + i].unsafeToTensorImpl() == v.unsafeGetTensorImpl()) {
+            mask |= uint64_t(1) << k;
+            return c10::IValue(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(v));
+          }
+    }
+    return c10::IValue(std::forward<T>(v));
   }
 };
 

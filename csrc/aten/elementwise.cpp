@@ -159,11 +159,13 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
 
 namespace {
 
-at::Tensor wrap(const c10::IValue& v) {
-  if (v.isTensor()) return v.toTensor();
+// A tensor argument is borrowed, not copied: the stack outlives the kernel's use of it, and a copy
+// of a tensor that only its Python object holds would take the GIL (aten/registry.cpp).
+c10::MaybeOwned<at::Tensor> wrap(const c10::IValue& v) {
+  if (v.isTensor()) return c10::MaybeOwned<at::Tensor>::borrowed(v.toTensor());
   at::Tensor t = c10::scalar_to_tensor(v.toScalar());
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
+  return c10::MaybeOwned<at::Tensor>::owned(std::move(t));
 }
 
 }  // namespace
@@ -217,7 +219,14 @@ void run(OpId id, Call& c, at::TensorIteratorBase& iter, ElementwiseArgs args) {
   c.ret(iter.output());
 }
 
-at::Tensor out_of(Call& c) { return c.inplace() ? c.tensor("self") : c.out(); }
+// The in-place self or the out= tensor (borrowed, as wrap()), or an undefined tensor.
+c10::MaybeOwned<at::Tensor> out_of(Call& c) {
+  if (c.inplace()) return c10::MaybeOwned<at::Tensor>::borrowed(c.tensor("self"));
+  const auto& args = c.schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].is_out()) return c10::MaybeOwned<at::Tensor>::borrowed(c.arg(int(i)).toTensor());
+  return c10::MaybeOwned<at::Tensor>::owned(at::Tensor());
+}
 
 // at::TensorIterator, but a result it allocates comes from the vkml allocator directly, as torch's
 // structured CPU kernels allocate theirs, not through the dispatcher (at::empty: BackendSelect,
@@ -405,7 +414,7 @@ void ew_clamp(OpId id, Call& c) {
   args.scalar_b = true;  // b is the upper bound
   args.round_scalars = true;
   at::TensorIterator iter;
-  iter.build_unary_op(out_of(c), self);
+  iter.build_unary_op(*out_of(c), self);
   run(id, c, iter, args);
 }
 
@@ -413,24 +422,24 @@ void ew_clamp(OpId id, Call& c) {
 // on the stack outlive them, and Call::ret takes the result before popping the arguments.
 void ew_unary(OpId id, Call& c) {
   torch_checks(id, c);
-  const at::Tensor out = out_of(c);
+  const auto out = out_of(c);
   Iter iter;
-  iter.build_borrowing_unary_op(out, c.tensor("self"));
+  iter.build_borrowing_unary_op(*out, c.tensor("self"));
   run(id, c, iter, {});
 }
 
 void ew_unary_float(OpId id, Call& c) {
-  const at::Tensor out = out_of(c);
+  const auto out = out_of(c);
   Iter iter;
-  iter.build_borrowing_unary_float_op(out, c.tensor("self"));
+  iter.build_borrowing_unary_float_op(*out, c.tensor("self"));
   run(id, c, iter, {});
 }
 
 // a ^ s: s = -1 (all ones) for integers, 1 for bool (logical not).
 void ew_bitwise_not(OpId id, Call& c) {
-  const at::Tensor out = out_of(c);
+  const auto out = out_of(c);
   Iter iter;
-  iter.build_borrowing_unary_op(out, c.tensor("self"));
+  iter.build_borrowing_unary_op(*out, c.tensor("self"));
   ElementwiseArgs args;
   args.s0 = iter.common_dtype() == c10::ScalarType::Bool ? Scalar{1.0, 1} : Scalar{-1.0, -1};
   run(id, c, iter, args);
@@ -438,35 +447,35 @@ void ew_bitwise_not(OpId id, Call& c) {
 
 void ew_binary(OpId id, Call& c) {  // the second argument is `other`, or clamp_min/max's bound
   torch_checks(id, c);
-  const at::Tensor out = out_of(c), other = wrap(c.arg(1));
+  const auto out = out_of(c), other = wrap(c.arg(1));
   Iter iter;
-  iter.build_borrowing_binary_op(out, c.tensor("self"), other);
+  iter.build_borrowing_binary_op(*out, c.tensor("self"), *other);
   ElementwiseArgs args;
   args.s0 = Scalar{1.0, 1};  // alpha, unless given
   run(id, c, iter, args);
 }
 
 void ew_binary_float(OpId id, Call& c) {
-  const at::Tensor out = out_of(c), other = wrap(c["other"]);
+  const auto out = out_of(c), other = wrap(c["other"]);
   Iter iter;
-  iter.build_borrowing_binary_float_op(out, c.tensor("self"), other);
+  iter.build_borrowing_binary_float_op(*out, c.tensor("self"), *other);
   ElementwiseArgs args;
   args.s0 = Scalar{1.0, 1};
   run(id, c, iter, args);
 }
 
 void ew_compare(OpId id, Call& c) {
-  const at::Tensor out = out_of(c), other = wrap(c["other"]);
+  const auto out = out_of(c), other = wrap(c["other"]);
   Iter iter;
-  iter.build_borrowing_comparison_op(out, c.tensor("self"), other);
+  iter.build_borrowing_comparison_op(*out, c.tensor("self"), *other);
   run(id, c, iter, {});
 }
 
 // out = self <= threshold ? 0 : grad_output   (a = self, b = grad_output)
 void ew_threshold_bwd(OpId id, Call& c) {
   const at::Tensor self = c.tensor("self"), grad = c.tensor("grad_output");
-  const at::Tensor out = out_of(c);
-  auto iter = at::TensorIteratorConfig().set_check_mem_overlap(false).add_output(out)
+  const auto out = out_of(c);
+  auto iter = at::TensorIteratorConfig().set_check_mem_overlap(false).add_output(*out)
                   .add_const_input(self).add_const_input(grad)
                   .allow_cpu_scalars(true).promote_inputs_to_common_dtype(true)
                   .cast_common_dtype_to_outputs(true).enforce_safe_casting_to_output(true).build();
@@ -488,9 +497,9 @@ void ew_threshold_bwd(OpId id, Call& c) {
 void ew_grad_bwd(OpId id, Call& c) {
   const at::Tensor grad = c.tensor("grad_output");
   const at::Tensor other = c.has("output") ? c.tensor("output") : c.tensor("self");
-  const at::Tensor out = out_of(c);
+  const auto out = out_of(c);
   at::TensorIterator iter;
-  iter.build_borrowing_binary_op(out, grad, other);
+  iter.build_borrowing_binary_op(*out, grad, other);
   run(id, c, iter, {});
 }
 
