@@ -178,6 +178,11 @@ ANNOTATED = [
     ("elementwise", "if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);", "0UL -> 1UL", "equivalent",
      "a device address is never 1"),
     ("gemm", "T acc[2][4];", "", "equivalent", "a larger private array than used"),
+    ("gemm", "T ar[2], br[4];", "2 -> 3", "equivalent", "a larger private array than used (a survivor on the H200, 2026-12-02)"),
+    ("fused", "if ((fl & FUSED_KEEP) != 0u) reg[k] = prev;", "0u -> 1u", "equivalent",
+     "FUSED_KEEP is 4u, so the test is always true: every step's result is kept in reg[k], but a "
+     "register is read only by a later step that names it, and then the flag is set anyway (a "
+     "survivor on the H200, 2026-12-02)"),
     ("gemm_large", "bool a_full = m0 + BM <= pc.M, b_full = n0 + BN <= pc.N;", "<= -> <", "equivalent",
      "a tile that ends exactly at M (or N) takes the bounds-checked loads instead of the unchecked "
      "ones: the same values, only slower"),
