@@ -30,8 +30,10 @@ Mutants are taken in turns over the targets; the three tests that killed most of
 mutants so far run first for its next one (each once it has passed alone unmutated).
 Results go to build/mutate/results.jsonl (or the last --results), one line per mutant, keyed by the mutant and the hash of
 the source it was made from, so a run can stop at any point and the next one resumes (a changed
-shader's mutants run again). A mutant that crashes the worker or runs past --timeout is killed
-(the suite would fail), and reported as such.
+shader's mutants run again). A mutant that crashes the worker is killed (the suite would fail).
+One that runs past --timeout is a "timeout", and the report does not count it as killed: a worker
+slowed by load looks the same as a hang. Re-run timeouts with fewer --jobs and a longer --timeout;
+a timeout never replaces a finished result of the same mutant in another results file.
 """
 import argparse
 import hashlib
@@ -91,7 +93,8 @@ TARGETS = {
     "gemm": ("gemm.comp", ["gemm"], "gemm", [SIZES, "test/test_gemm.py", L + "test_gemm_long_k_and_big_grids"], None),
     # (test_gemm's tests that reach the pipeline: forced coopmat runs gemm_large without the feature)
     "gemm_large": ("gemm_large.comp", ["gemm_large"], "gemm",
-                   [G + "test_pipeline_forced[large]", G + "test_pipeline_forced[coopmat]", G + "test_choice_by_shape",
+                   [L + "test_gemm_large_grid_past_65535_writes_nothing_past_the_output",  # (VKML_TEST_LARGE=1)
+                    G + "test_pipeline_forced[large]", G + "test_pipeline_forced[coopmat]", G + "test_choice_by_shape",
                     SIZES, OPS, L + "test_gemm_long_k_and_big_grids"], None),
     "gemm_gemv": ("gemm_gemv.comp", ["gemm_gemv"], "gemm",
                   [G + "test_pipeline_forced[gemv]", G + "test_choice_by_shape", G + "test_batched_long_k_gemv_splits",
@@ -109,7 +112,8 @@ TARGETS = {
 # would be "killed" by them, so they are left out until the finding is fixed.
 NO_FUZZ = {}
 # Survivors looked at and found not to be gaps in the tests: (stem, start of the original line
-# (or the whole line, ending in $), mutation ("" = any), class, why). The report counts them apart from the score; a class:
+# (or the whole line, ending in $; "a\nb": line b right after a line starting a, where a line's text
+# repeats), mutation ("" = any), class, why). The report counts them apart from the score; a class:
 #   equivalent   no input can tell the mutant from the original (on any device, or UB that
 #                has no visible effect where it runs, said so)
 #   unreachable  code that runs only on devices lacking a feature this one has
@@ -211,6 +215,37 @@ ANNOTATED = [
      "(the fast path) no operand a only for fill (the one nullary elementwise node), whose result "
      "ignores a: the mutant's block load from address 0 is dead code, removed once OP is specialized "
      "(no visible effect on lavapipe; UB on a driver that kept the load). A device address is never 1"),
+    ("elementwise", "if (pc.a != 0UL) a = load_T(pc.a + oa, dta);", "0UL -> 1UL", "equivalent",
+     "(the strided path, and the fast path's tails) as the fast path's pc.a == 0UL: only fill has no "
+     "operand a, and its result ignores a, so the mutant's load from address 0 + oa is dead once OP "
+     "is specialized (a survivor on the H200 and on lavapipe, 2026-12-03: a strided fill_ and zero_ "
+     "give the same values and no fault; UB on a driver that kept the load). A device address is "
+     "never 1"),
+    ("softmax", "if (tid == 0u) put_pair(", "0u -> 1u", "equivalent",
+     "group_reduce returns the total (s_red[0]) to every invocation, so invocation 1 stores the "
+     "same pair invocation 0 would (a survivor on the H200, 2026-12-03)"),
+    ("gemm_large", "T acc[8][8];", "8 -> 9", "equivalent",
+     "a larger private array than used (a survivor on the H200, 2026-12-03)"),
+    ("gemm_large", "T w = T(0);", "0 -> 1", "equivalent",
+     "B's padding, where gk >= k_hi or gn >= N: past k_hi the tile is not k_full, so A takes its "
+     "bounds-checked loads and pads the same k with 0 (0 * 1 = 0 * 0 = +0, added to the same "
+     "accumulator), and columns past N are never stored (a survivor on the H200, 2026-12-03)"),
+    ("gemm_coop", "} else if ((flags & GEMM_B_K) != 0u && b_full && k_full) {\nfor (uint l = 0u; l < 8u; ++l) {",
+     "< -> <=", "equivalent",
+     "(the B_K fast path) a ninth trip loads columns n0 + 64 .. 71 into Bs's row padding (SB = 72), "
+     "which coopMatLoadNV never reads; its global reads past the tile are UB where B ends there, with "
+     "no effect seen on the H200 (a survivor there, 2026-12-03)"),
+    ("gemm_coop", "for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(fa[i], As,", "2u -> 3u", "equivalent",
+     "loads into fa[2], past a private array that nothing reads (undefined; the compiler drops it) "
+     "(a survivor on the H200, 2026-12-03)"),
+    ("gemm_coop", "for (uint j = 0u; j < 2u; ++j) coopMatLoadNV(fb[j], Bs,\nfor (uint i = 0u; i < 2u; ++i)$",
+     "< -> <=", "equivalent",
+     "(the multiply-add loop) a third row i = 2 reads fa[2] and writes acc[2][j], past private "
+     "arrays that nothing else reads (undefined; the compiler drops it) (a survivor on the H200, "
+     "2026-12-03; 50 s alone, a timeout at 300 s under 6 workers)"),
+    ("norm", "for (uint s0 = 0u; s0 < p.S; s0 += 128u) {", "< -> <=", "equivalent",
+     "the extra trip starts at s0 >= p.S, where every sj = s0 + tid fails sj < p.S: nothing is "
+     "pushed (a survivor on the H200, 2026-12-03)"),
     ("elementwise", "st_bits(pc.dst + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);", "", "unreachable",
      "float64 -> bool in the f32 variant: only on devices without shaderFloat64 (lavapipe copies "
      "float64 in the f64 variant)"),
@@ -233,10 +268,17 @@ ANNOTATED = [
 
 
 def annotation(stem, text, line, what):
-    src = text.splitlines()[line - 1].strip() if 0 < line <= len(text.splitlines()) else ""
+    lines = text.splitlines()
     for st, ln, wh, cls, why in ANNOTATED:
-        same = src == ln[:-1] if ln.endswith("$") else src.startswith(ln.strip())  # "$": the whole line
-        if st == stem and same and (not wh or wh == what):
+        # "a\nb": line b preceded by line a (for loops whose text repeats); "$": the whole line
+        parts = ln.split("\n")
+        if st != stem or (wh and wh != what) or line - len(parts) < 0 or line > len(lines):
+            continue
+        same = True
+        for k, part in enumerate(parts):
+            src = lines[line - len(parts) + k].strip()
+            same = same and (src == part[:-1] if part.endswith("$") else src.startswith(part.strip()))
+        if same:
             return cls, why
     return None
 
@@ -453,13 +495,18 @@ class Worker:
 # ---- the campaign --------------------------------------------------------------------------------
 
 def _load_results(paths):
-    """The results of every file, a later one's record of a mutant replacing an earlier one's."""
+    """The results of every file, a later one's record of a mutant replacing an earlier one's
+    (except that a timeout does not replace a kill or a survival)."""
     res = {}
     for path in paths:
         if os.path.exists(path):
             for line in open(path):
                 r = json.loads(line)
-                res[(r["id"], r["hash"])] = r
+                key = (r["id"], r["hash"])
+                # a timeout never replaces a finished result: it says only that the run was slow
+                if r["status"] == "timeout" and key in res and res[key]["status"] != "timeout":
+                    continue
+                res[key] = r
     return res
 
 
@@ -615,6 +662,30 @@ def _run_mutant(p, m, worker, tmp, timeout, first):
         shutil.rmtree(slot, ignore_errors=True)
 
 
+def emit(args):
+    """--emit DIR --id X: the mutant's blobs in DIR, for trying one test against it by hand."""
+    if not args.id or len(args.id) != 1:
+        sys.exit("mutate: --emit needs exactly one --id")
+    target = args.id[0].split(":")[0]
+    fname, stems = TARGETS[target][0], TARGETS[target][1]
+    text, _ = _source(target)
+    m = [m for m in mutants(target, text) if m[0] == args.id[0]]
+    if not m:
+        sys.exit(f"mutate: no mutant {args.id[0]}")
+    tmp = tempfile.mkdtemp(prefix="vkml-emit-")
+    try:
+        src = shaders.copy_tree(os.path.join(tmp, "src"))
+        open(os.path.join(src, fname), "w").write(m[0][4])
+        for st in stems:
+            errs = {k: v for k, v in shaders.compile_stem(st, args.emit, src).items() if v}
+            if errs:
+                sys.exit(f"mutate: {args.id[0]} does not compile: {next(iter(errs.values())).strip()[:200]}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"mutate: {args.id[0]} (line {m[0][1]} {m[0][2]}: {m[0][3]}) compiled into {args.emit}")
+    return 0
+
+
 def campaign(args):
     done = _load_results(args.results)
     os.makedirs(os.path.dirname(os.path.abspath(args.results[-1])), exist_ok=True)
@@ -626,7 +697,8 @@ def campaign(args):
     if args.baseline:  # the unmutated shaders through the same selection: must pass
         todo = [(p, None) for p in prepared]
     else:
-        todo = [(p, m) for p, m in _order(prepared) if args.id or (m[0], p["hash"]) not in done]
+        todo = [(p, m) for p, m in _order(prepared) if args.id or (m[0], p["hash"]) not in done
+                or (args.retry_timeouts and done[(m[0], p["hash"])]["status"] == "timeout")]
     if args.limit is not None:
         todo = todo[:args.limit]
     lock = threading.Lock()
@@ -718,7 +790,7 @@ def report(args):
     done = _load_results(args.results)
     total = {"generated": 0, "killed": 0, "survived": 0, "crash": 0, "timeout": 0, "invalid": 0,
              "same-spirv": 0, "error": 0, "annotated": 0, "unreachable": 0, "not run": 0}
-    survivors, annotated = [], []
+    survivors, annotated, timeouts = [], [], []
     lines = []
     samp = {"drawn": 0, "run": 0, "dead": 0, "counted": 0}
     for target in _targets(args):
@@ -740,8 +812,10 @@ def report(args):
             if in_sample(mid, args.sample) and st != "unreachable":
                 samp["drawn"] += 1
                 samp["run"] += st != "not run"
-                samp["dead"] += st in ("killed", "crash", "timeout")
+                samp["dead"] += st in ("killed", "crash")
                 samp["counted"] += st in ("killed", "crash", "timeout", "survived", "error")
+            if st == "timeout":
+                timeouts.append(f"  {mid} line {line} {kind}: {what}: {r['detail']}")
             if st in ("survived", "error"):
                 survivors.append(f"  {mid} line {line} {kind}: {what}: {text.splitlines()[line - 1].strip()}")
         for k in total:
@@ -750,21 +824,25 @@ def report(args):
     print(f"{'target':12} {'generated':>9} {'killed':>7} {'crash':>6} {'timeout':>7} {'survived':>8} "
           f"{'invalid':>7} {'same-spirv':>10} {'annotated':>9} {'unreachable':>11} {'not run':>7}  score   canary")
     for stem, c, reached in lines + [("total", total, "")]:
-        dead = c["killed"] + c["crash"] + c["timeout"]
-        counted = dead + c["survived"] + c["error"]
+        dead = c["killed"] + c["crash"]
+        counted = dead + c["timeout"] + c["survived"] + c["error"]
         score = f"{100.0 * dead / counted:.1f}%" if counted else "-"
         print(f"{stem:12} {c['generated']:9} {c['killed']:7} {c['crash']:6} {c['timeout']:7} "
               f"{c['survived'] + c['error']:8} {c['invalid']:7} {c['same-spirv']:10} {c['annotated']:9} "
               f"{c['unreachable']:11} {c['not run']:7}  {score:6}  {reached}")
-    print("score: killed (with crashes and timeouts) / (killed + survived); annotated survivors, "
+    print("score: killed (with crashes) / (killed + timeouts + survived): a timeout is not a kill, "
+          "since a worker slowed by load looks the same as a hang (re-run it with fewer --jobs and a "
+          "longer --timeout); annotated survivors, "
           "invalid, same-spirv and unreachable mutants are not counted. canary: the target's entry "
           "returning at once, which must be killed (else the tests do not reach that shader)")
     if survivors:
         print("survivors:\n" + "\n".join(survivors))
+    if timeouts:
+        print("timeouts (counted as not killed until a re-run finishes):\n" + "\n".join(timeouts))
     if annotated:
         print("annotated survivors (not gaps; see ANNOTATED in scripts/mutate.py):\n" + "\n".join(annotated))
-    dead = total["killed"] + total["crash"] + total["timeout"]
-    counted = dead + total["survived"] + total["error"]
+    dead = total["killed"] + total["crash"]
+    counted = dead + total["timeout"] + total["survived"] + total["error"]
     if args.sample < 100:
         k, n = samp["dead"], samp["counted"]
         print(f"sample ({args.sample:g}% of each target's reachable mutants, drawn by id): {samp['drawn']} drawn, "
@@ -785,6 +863,8 @@ def main():
     ap.add_argument("--sample", type=float, default=SAMPLE, help="run the seeded sample of this percentage "
                     f"of each target's mutants (default {SAMPLE:g}: the campaign; 100: all of them)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a mutant's tests may take")
+    ap.add_argument("--retry-timeouts", action="store_true",
+                    help="also run again the mutants whose only result is a timeout")
     ap.add_argument("--results", action="append", help="results file (repeatable: all are read, later "
                     "ones win, new results go to the last; default build/mutate/results.jsonl)")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run side by side, each in its own worker "
@@ -799,6 +879,8 @@ def main():
     ap.add_argument("--baseline", action="store_true",
                     help="run each target's tests on the unmutated shaders (they must pass), nothing else")
     ap.add_argument("--no-canary", action="store_true", help="do not run each target's canary first")
+    ap.add_argument("--emit", metavar="DIR", help="with one --id: compile that mutant's blobs into DIR and "
+                    "run nothing (then VKML_SPIRV_DIR=DIR pytest ... tries a test against it)")
     ap.add_argument("--report", action="store_true", help="only print the score of the results so far")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -814,6 +896,8 @@ def main():
             counts.append(f"{target} {len(ms)}")
         print(f"mutate: {sum(int(c.split()[1]) for c in counts)} mutants: " + ", ".join(counts))
         return 0
+    if args.emit:
+        return emit(args)
     if not args.report:
         campaign(args)
     return report(args)

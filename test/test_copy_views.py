@@ -294,3 +294,21 @@ def test_dense_tail_writes_nothing_past_the_view(dt):
                 assert_exact(base.cpu(), torch.cat([a[:n], keep]), what=f"copy_, {what}")
                 assert_exact(base2.cpu(), torch.cat([a[:n] + b[:n], keep]), what=f"add out=, {what}")
                 assert_exact(base3.cpu(), torch.cat([a[:n] * b[:n], a[n:]]), what=f"mul_, {what}")
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.int8, torch.float64, torch.int64],
+                         ids=lambda d: NAMES[d])
+def test_clone_of_a_transposed_tensor_keeps_its_layout_and_values(dt):
+    """clone() of a transposed or permuted tensor keeps its strides (torch's preserve_format), so
+    it is a same-dtype copy between two dense views that are not contiguous: not a buffer copy but
+    elementwise.comp's raw-bits block path, every block but the first at a nonzero offset (the
+    mutation campaign's elementwise:184, pc.a + oa -> pc.a - oa, read the wrong blocks there)."""
+    x = (torch.arange(33 * 65) * 37 % 251 - 125).to(dt).reshape(33, 65)
+    p = (torch.arange(3 * 5 * 7 * 4) % 97 - 48).to(dt).reshape(3, 5, 7, 4)
+    for mode in (contextlib.nullcontext, check_mode):
+        with mode():
+            y = x.to(DEV).t().clone()
+            q = p.to(DEV).permute(2, 0, 3, 1).clone()
+            assert y.stride() == x.t().stride() and q.stride() == p.permute(2, 0, 3, 1).stride()
+            assert_exact(y.cpu(), x.t(), what=f"x.t().clone(), {mode.__name__}")
+            assert_exact(q.cpu(), p.permute(2, 0, 3, 1), what=f"permute().clone(), {mode.__name__}")

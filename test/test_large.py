@@ -172,6 +172,33 @@ def test_gemm_long_k_and_big_grids(name):
     assert_close_row(row(r), got, ref, scale, k)
 
 
+@pytest.mark.skipif(not LARGE, reason="VKML_TEST_LARGE=1: 65,543 tiles of gemm_large take minutes on lavapipe (the H200 run)")
+def test_gemm_large_grid_past_65535_writes_nothing_past_the_output():
+    """bmm of 65,543 batches of 128x8 @ 8x64, one gemm_large tile each: the grid spreads over x and
+    y (65,535 x 2), and the groups past the last tile must return at once. The result is an out=
+    prefix of a tensor one batch longer, whose last batch must keep its 7s (the mutation
+    campaign's gemm_large:22, z >= batch -> z > batch, let the first extra row of groups compute
+    batch 65,543 and write it there). 2.5 minutes on lavapipe."""
+    import vkml_torch
+    b_n = 65_536 + 7
+    # float16, so that the output fits lavapipe's 2 GiB heap; k = 8 keeps the H200 off coopmat
+    a, b = _rand(b_n, 128, 8, dtype=torch.float16), _rand(b_n, 8, 64, dtype=torch.float16)
+    big = torch.full((b_n + 1, 128, 64), 7.0, dtype=torch.float16, device=DEV)
+    da, db = a.to(DEV), b.to(DEV)
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        torch.bmm(da, db, out=big[:b_n])
+        torch.vkml.synchronize()
+    names = [k[0] for k in p.kernels if "gemm" in k[0]]
+    assert names and "gemm_large" in names[0], f"ran {names}: the test needs gemm_large"
+    got = big.cpu()
+    assert_exact(got[b_n], torch.full((128, 64), 7.0, dtype=torch.float16), what="the batch after the output")
+    pick = torch.cat([torch.arange(0, b_n, 97), torch.arange(b_n - 7, b_n)])  # every 97th batch, and the last 7
+    a64, b64 = a[pick].double(), b[pick].double()
+    assert_close_row(row("bmm"), got[pick], torch.bmm(a64, b64).half(), torch.bmm(a64.abs(), b64.abs()), 8,
+                     what="batches 0, 97, ... and the last 7")
+
+
 def test_elementwise_beyond_65535_workgroups():
     """9M elements: 70,313 workgroups of 128, spread over the grid's x and y."""
     a, b = _rand(9_000_000), _rand(9_000_000)

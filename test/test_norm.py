@@ -3,6 +3,7 @@
 backward, against torch CPU and (check mode) the oracle; unscaled inputs; grids past 65,535
 workgroups; the edge cases torch CPU itself crashes on; a small model training a few steps.
 Tolerances: the rows' (TOL_NORM) with scales from norm_bounds, ours + torch CPU's own."""
+import contextlib
 import math
 
 import pytest
@@ -668,6 +669,52 @@ def test_a_neighbour_groups_infinity_stays_out(kind):
     assert torch.isfinite(want[clean]).all(), "the reference must be finite there"
     assert torch.isfinite(got[clean]).all(), f"{kind}: the neighbour's infinity reached the group: {got[clean]}"
     assert_close_row(row(f"{kind}_norm"), got[clean], want[clean], want[clean].abs() + 1, n=x[clean].numel())
+
+
+def test_batch_norm_backward_infinity_with_a_zero_weight_is_nan():
+    """Training batch norm's backward where a channel's sums come out non-finite (an infinity in
+    dy) takes torch CPU's formula, dx = (dy - mean(dy) - (x - mean) * k) * invstd * w: every dx of
+    that channel is non-finite, and with the channel's weight 0 (ResNet's zero_init_residual) it
+    is inf * 0 = NaN, as on the CPU (the mutation campaign's norm:357, * w -> / w, gave -inf: any
+    other weight hides the difference, since inf * w and inf / w agree). The other channels,
+    finite, one of them also weighted 0, match torch CPU within the row's tolerance."""
+    g = torch.Generator().manual_seed(3)
+    x, dy = torch.randn(3, 4, 5, generator=g), torch.randn(3, 4, 5, generator=g)
+    dy[0, 1, 0] = math.inf
+    w = torch.tensor([1.5, 0.0, -2.0, 0.0])
+    mean = x.mean((0, 2))
+    invstd = 1 / (x.var((0, 2), unbiased=False) + 1e-5).sqrt()
+    args = (dy, x, w, None, None, mean, invstd, True, 1e-5, [True, True, True])
+    ref = A.native_batch_norm_backward(*args)
+    assert torch.isnan(ref[0][:, 1]).all(), "torch CPU's reference: a NaN channel"
+    for check in (False, True):
+        with check_mode() if check else contextlib.nullcontext():
+            got = [t.cpu() for t in A.native_batch_norm_backward(*[a.to(DEV) if torch.is_tensor(a) else a for a in args])]
+        for name, gt, rf in zip(("dx", "dw", "db"), got, ref):
+            assert_close_row(row("batch_norm_backward"), gt, rf, rf.abs() + 1, n=15, what=f"{name} (check={check})")
+
+
+def test_group_norm_backward_infinite_dy_where_x_is_zero():
+    """Group norm's backward for a group whose sums are non-finite takes torch CPU's formula,
+    ds = sum_c (sum_s dy * x) * w_c: an infinite dy where x = 0 makes that term inf * 0 = NaN, and
+    the group's dx, dw and db are torch CPU's (NaN, infinities and finite values alike); the
+    mutation campaign's norm:388, dy * x -> dy / x, made it an infinity and dx finite or infinite
+    where the CPU's is NaN. Several seeds: signs of the mean, of dy's infinity and of the weights."""
+    n, c, s, groups = 1, 4, 6, 2
+    for seed in (0, 1, 4, 5, 6):
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(n, c, s, generator=g) - (seed % 3)
+        dy = torch.randn(n, c, s, generator=g)
+        x[0, seed % 4, 1] = 0.0
+        dy[0, seed % 4, 1] = math.inf if seed % 2 else -math.inf
+        w = torch.randn(c, generator=g)
+        _, mean, rstd = A.native_group_norm(x, w, None, n, c, s, groups, 1e-5)
+        args = (dy, x, mean, rstd, w, n, c, s, groups, [True, True, True])
+        ref = A.native_group_norm_backward(*args)
+        got = [t.cpu() for t in A.native_group_norm_backward(*[a.to(DEV) if torch.is_tensor(a) else a for a in args])]
+        for name, gt, rf in zip(("dx", "dw", "db"), got, ref):
+            assert_close_row(row("group_norm_backward"), gt, rf, rf.abs() + 1, n=s * c // groups,
+                             what=f"{name} (seed {seed})")
 
 
 def test_an_infinity_in_every_position_of_a_trip_reaches_the_mean():

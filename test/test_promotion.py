@@ -2,8 +2,11 @@
 rule), even where the compute type is wider: a 0-dim float32 device tensor next to a float16
 tensor is rounded to float16 first. The generated cases rarely see the difference (one rounding
 in ~2^10 sums), so mutant elementwise:102 (the rounding of b skipped) survived them."""
+import contextlib
+
 import pytest
 import torch
+import vkml_torch
 
 from helpers import DEV, assert_exact, check_mode
 
@@ -33,3 +36,23 @@ class _nothing:
 
     def __exit__(self, *e):
         return False
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+def test_clamp_bound_rounds_to_the_tensor_dtype_before_comparing(dt):
+    """torch CPU converts clamp's bound to the tensor's dtype (Scalar.to<Half>) and then compares:
+    a min of 1e-8 is +0 in float16, and clamp(-0.0, min=+0) keeps -0.0 (std::max's a < b ? b : a).
+    Compared unrounded, -0.0 < 1e-8 takes the bound and stores +0 (the mutation campaign's
+    ew_ops:4, the bound of clamp left in float32 for float16 and bfloat16). Bitwise, so the sign
+    of zero counts; bfloat16 (whose range holds 1e-8) checks the same path keeps its values."""
+    a = torch.tensor([-0.0, 0.0, -1.0, 1e-3, 2.0, -0.0, 3e-8, -5e-9], dtype=dt)
+    # 1e-40 as a bfloat16 bound is a float32 subnormal, which a device that flushes them (the
+    # H200; docs/architecture.md, "NaN, infinities, signed zero and subnormals") makes 0
+    keep_sub = dt == torch.float16 or not vkml_torch.flushes_subnormals(torch.float32)
+    for lo in (1e-8, -1e-8, 2.5e-8) + ((1e-40,) if keep_sub else ()):
+        for mode in (contextlib.nullcontext, check_mode):
+            with mode():
+                got = torch.clamp(a.to(DEV), min=lo)
+                got2 = a.to(DEV).clamp(min=lo, max=1.0)
+                assert_exact(got.cpu(), torch.clamp(a, min=lo), what=f"clamp(min={lo}) {dt}")
+                assert_exact(got2.cpu(), a.clamp(min=lo, max=1.0), what=f"clamp(min={lo}, max=1) {dt}")

@@ -117,6 +117,10 @@ def test_bernoulli_random_and_dropout_mask_are_the_documented_stream():
     w = philox(seed, off + 2, np.arange(n))
     got = torch.empty(n, dtype=torch.int64, device=DEV).random_(0, big).cpu().numpy()
     assert np.array_equal(got, ((w[1] << np.uint64(32) | w[0]) % np.uint64(big)).astype(np.int64))
+    for k, edge in enumerate((2 ** 32, 2 ** 32 + 5, 2 ** 33 - 1)):  # the first ranges that take 64 bits
+        w = philox(seed, off + 3 + k, np.arange(n))  # (the campaign's random:251 took 32 up to 2^33)
+        got = torch.empty(n, dtype=torch.int64, device=DEV).random_(-7, edge - 7).cpu().numpy()
+        assert np.array_equal(got, ((w[1] << np.uint64(32) | w[0]) % np.uint64(edge)).astype(np.int64) - 7), edge
     x = torch.randn(n, device=DEV)
     seed, off = state()
     u = ref_uniform01(philox(seed, off, np.arange(n)), torch.float32)
