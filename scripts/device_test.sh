@@ -16,6 +16,9 @@
 #        whole selection can pass the limit under contention, and the report does not count a
 #        timeout as a kill; run them again with mutate.py --retry-timeouts and fewer --jobs;
 #        docs/testing.md).
+#   bash scripts/device_test.sh ids "X Y ..." [JOBS] [TIMEOUT]  these mutants again (e.g. survivors after a
+#        new test, or timeouts), JOBS side by side (default 6), TIMEOUT s each (default 300), into
+#        $OUT/ids.jsonl: append its finished records to docs/mutation/h200.jsonl.
 # Results land in $OUT (build.log, plain.log, check.log, bench.log, bench.json, mutate.*).
 set -u
 . .vkdev/prelude.sh >/dev/null 2>&1
@@ -47,6 +50,11 @@ elif [ "$1" = mutate ]; then
     --results "$OUT/mutate.jsonl" > "$OUT/mutate.log" 2>&1
   grep -E "^mutate:|WARNING" "$OUT/mutate.log" | head -20
   python3 scripts/mutate.py --report --results "$OUT/mutate.jsonl" | head -25
+elif [ "$1" = ids ]; then
+  ids=(); for i in $2; do ids+=(--id "$i"); done
+  python3 scripts/mutate.py "${ids[@]}" --jobs "${3:-6}" --timeout "${4:-300}" --deadline $((570 - SECONDS)) \
+    --results "$OUT/ids.jsonl" > "$OUT/ids.log" 2>&1
+  grep -E "^\[|^mutate:" "$OUT/ids.log" | head -40
 else
   # cold: an empty vkml pipeline cache and an empty NVIDIA shader cache; warm: both kept
   rm -rf /tmp/demo-cache && mkdir -p /tmp/demo-cache

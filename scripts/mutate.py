@@ -41,6 +41,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -451,8 +452,24 @@ class Worker:
         env = dict(os.environ, PYTHONUNBUFFERED="1", VKML_SPIRV_DIR="")
         env.pop("VKML_CHECK", None)
         env["VKML_CACHE_DIR"] = "off"  # no mutant's pipelines in the user's cache; workers side by side
+        # its own process group: a kill reaches the child processes its tests start (test_gemm.py's)
         self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT,
+                                  start_new_session=True)
+
+    def kill(self):
+        """Kills the worker and its children. A process stuck in the GPU driver (a mutant whose
+        dispatch never ends) may not exit at once: it is waited for 10 s and then left behind, so
+        that --deadline holds."""
+        try:
+            os.killpg(self.p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            print(f"mutate: a worker (pid {self.p.pid}) did not exit 10 s after SIGKILL; left behind", flush=True)
+        self.p = None
 
     def run(self, job, timeout):
         """(status, detail): killed / survived / crash / timeout."""
@@ -477,9 +494,7 @@ class Worker:
                 r = json.loads(line)
                 return ("survived" if r["rc"] == 0 else "killed" if r["failed"] else "error"), r
             buf += line
-        self.p.kill()
-        self.p.wait()
-        self.p = None
+        self.kill()
         return "timeout", f"no result in {timeout} s"
 
     def stop(self, wait=30):
@@ -488,8 +503,7 @@ class Worker:
             try:
                 self.p.wait(timeout=wait)
             except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+                self.kill()
 
 
 # ---- the campaign --------------------------------------------------------------------------------
