@@ -106,9 +106,19 @@ struct Group {
       const TensorDesc& g = views[0].d;  // every view has the group's sizes
       if (o.ndim != g.ndim || !std::equal(o.sizes, o.sizes + o.ndim, g.sizes)) return false;
     }
-    std::vector<View> saved;  // the flags an add may change, restored on failure
-    saved = views;
-    auto undo = [&] { views = std::move(saved); return false; };
+    // What an add may change, restored on failure: the views' flags and their count (new views
+    // are only appended). On the stack: this runs for every candidate step of every flush.
+    struct Flags {
+      int writer;
+      bool loaded;
+    } saved[kMaxOps];
+    const size_t had = views.size();
+    for (size_t j = 0; j < had; ++j) saved[j] = {views[j].writer, views[j].loaded};
+    auto undo = [&] {
+      views.resize(had);
+      for (size_t j = 0; j < had; ++j) views[j].writer = saved[j].writer, views[j].loaded = saved[j].loaded;
+      return false;
+    };
     const int step = int(steps.size());
     auto conflicts = [&](const TensorDesc& d, size_t skip, bool writing) {
       for (size_t j = 0; j < views.size(); ++j)
@@ -236,7 +246,7 @@ bool finish(Graph& g, Group& grp, const std::vector<bool>& taken, const FreedInd
     if (span > INT32_MAX) return false;
   }
   auto prog = std::make_shared<FusedProgram>();
-  prog->nodes = grp.nodes;
+  prog->nodes = std::move(grp.nodes);  // past the last failure return: the group is done with them
   prog->steps = grp.steps;
   auto remap = [&](uint8_t& s) {
     if (s != kFusedNone && s < kFusedReg) s = index[s];
@@ -268,6 +278,10 @@ void grow(const Graph& g, size_t i, const Limits& lim, const std::vector<bool>& 
           size_t max_steps) {
   const size_t n = g.nodes.size();
   std::vector<size_t> skipped;
+  grp.views.reserve(kMaxOps);  // no regrowth: a node is 2 KB
+  grp.steps.reserve(max_steps);
+  grp.nodes.reserve(max_steps);
+  grp.at.reserve(max_steps);
   grp.add(g.nodes[i], i);
   for (size_t k = i + 1; k < n && k < i + kWindow && grp.steps.size() < max_steps; ++k) {
     if (done[k]) continue;
