@@ -642,6 +642,17 @@ def _order(prepared):
     return out
 
 
+def _compile_mutant(fname, stems, mtext, slot, out, only=None):
+    """mtext as shaders/<fname> in a copy of shaders/ under slot, its stems compiled into out:
+    {blob: error} for the blobs that did not compile."""
+    src = shaders.copy_tree(os.path.join(slot, "src"))
+    open(os.path.join(src, fname), "w").write(mtext)
+    errs = {}
+    for st in stems:
+        errs.update({k: v for k, v in shaders.compile_stem(st, out, src, only=only).items() if v})
+    return errs
+
+
 def _run_mutant(p, m, worker, tmp, timeout, first):
     """Compile one mutant and run its target's tests: the result record, or None where the
     deadline cut its tests short (nothing is recorded for it then)."""
@@ -649,13 +660,9 @@ def _run_mutant(p, m, worker, tmp, timeout, first):
     t0 = time.time()
     slot = tempfile.mkdtemp(prefix=mid.replace(":", "-") + "-", dir=tmp)
     try:
-        src = shaders.copy_tree(os.path.join(slot, "src"))
-        open(os.path.join(src, p["fname"]), "w").write(mtext)
         # a new directory per mutant: the pipeline cache notices a changed path, not changed files
         mdir = os.path.join(slot, "spv")
-        errs = {}
-        for st in p["stems"]:
-            errs.update({k: v for k, v in shaders.compile_stem(st, mdir, src, only=set(p["names"])).items() if v})
+        errs = _compile_mutant(p["fname"], p["stems"], mtext, slot, mdir, only=set(p["names"]))
         rec = {"id": mid, "hash": p["hash"], "stem": p["target"], "line": line, "kind": kind, "what": what}
         if errs:
             rec.update(status="invalid", detail=next(iter(errs.values())).strip().splitlines()[0][:200])
@@ -688,14 +695,11 @@ def emit(args):
         sys.exit(f"mutate: no mutant {args.id[0]}")
     tmp = tempfile.mkdtemp(prefix="vkml-emit-")
     try:
-        src = shaders.copy_tree(os.path.join(tmp, "src"))
-        open(os.path.join(src, fname), "w").write(m[0][4])
-        for st in stems:
-            errs = {k: v for k, v in shaders.compile_stem(st, args.emit, src).items() if v}
-            if errs:
-                sys.exit(f"mutate: {args.id[0]} does not compile: {next(iter(errs.values())).strip()[:200]}")
+        errs = _compile_mutant(fname, stems, m[0][4], tmp, args.emit)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if errs:
+        sys.exit(f"mutate: {args.id[0]} does not compile: {next(iter(errs.values())).strip()[:200]}")
     print(f"mutate: {args.id[0]} (line {m[0][1]} {m[0][2]}: {m[0][3]}) compiled into {args.emit}")
     return 0
 

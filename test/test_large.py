@@ -172,13 +172,14 @@ def test_gemm_long_k_and_big_grids(name):
     assert_close_row(row(r), got, ref, scale, k)
 
 
-@pytest.mark.skipif(not LARGE, reason="VKML_TEST_LARGE=1: 65,543 tiles of gemm_large take minutes on lavapipe (the H200 run)")
+@pytest.mark.skipif(not LARGE, reason="needs VKML_TEST_LARGE=1: 65,543 gemm_large tiles take 3 min on lavapipe, the "
+                    "device whose 65,535-wide grid x makes the extra groups this checks (the H200's grid has none)")
 def test_gemm_large_grid_past_65535_writes_nothing_past_the_output():
     """bmm of 65,543 batches of 128x8 @ 8x64, one gemm_large tile each: the grid spreads over x and
     y (65,535 x 2), and the groups past the last tile must return at once. The result is an out=
     prefix of a tensor one batch longer, whose last batch must keep its 7s (the mutation
     campaign's gemm_large:22, z >= batch -> z > batch, let the first extra row of groups compute
-    batch 65,543 and write it there). 2.5 minutes on lavapipe."""
+    batch 65,543 and write it there). 184 s on lavapipe."""
     import vkml_torch
     b_n = 65_536 + 7
     # float16, so that the output fits lavapipe's 2 GiB heap; k = 8 keeps the H200 off coopmat

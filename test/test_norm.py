@@ -579,7 +579,7 @@ def test_small_model_trains(check):
     base = _Net()
     p64, l64 = _train_net(copy.deepcopy(base).double(), x.double(), t, "cpu")
     pc, lc = _train_net(copy.deepcopy(base), x, t, "cpu")
-    with (check_mode() if check else contextlib_null()):
+    with (check_mode() if check else contextlib.nullcontext()):
         pv, lv = _train_net(copy.deepcopy(base), x, t, DEV)
     eps = torch.finfo(torch.float32).eps
     for k, ref in p64.items():
@@ -593,11 +593,6 @@ def test_small_model_trains(check):
     for i, (a, b, c) in enumerate(zip(lv, lc, l64)):
         assert abs(a - c) <= 4 * abs(b - c) + 16 * eps * abs(c), f"step {i} loss {a} vs cpu {b} vs f64 {c}"
     assert lv[-1] < lv[0], f"loss did not decrease: {lv}"
-
-
-def contextlib_null():
-    import contextlib
-    return contextlib.nullcontext()
 
 
 # ---- variances past the compute type's range (docs/normalization.md, "Overflow") -------------------
