@@ -192,17 +192,28 @@ bool is_nan(int64_t x) { return false; }
 bool nonzero(int64_t x) { return x != 0L; }
 #endif
 
+// A signed 32-bit value into T. For the int64 compute type by shifts rather than int64(int): with
+// the dtypes made specialization constants (fused_spec.comp), lavapipe (Mesa 22.3) compiled abs
+// and sign of int64(int(w)) as if it were zero-extended.
+T from_i32(int v) {
+#if defined(CT_I64)
+  return int64_t(uint64_t(uint(v)) << 32) >> 32;
+#else
+  return T(v);
+#endif
+}
+
 T load_T(uint64_t a, uint dt) {
   switch (dt) {
     case DT_U8: case DT_BOOL: case DT_I8: {
       uint w = ld_word(a & ~3UL);
       int sh = int(a & 3UL) * 8;
-      if (dt == DT_I8) return T(bitfieldExtract(int(w), sh, 8));
+      if (dt == DT_I8) return from_i32(bitfieldExtract(int(w), sh, 8));
       uint v = bitfieldExtract(w, sh, 8);
       return T(dt == DT_BOOL ? (v != 0u ? 1u : 0u) : v);
     }
-    case DT_I16: return T(bitfieldExtract(int(ld_word(a & ~3UL)), int(a & 2UL) * 8, 16));
-    case DT_I32: return T(int(ld_word(a)));
+    case DT_I16: return from_i32(bitfieldExtract(int(ld_word(a & ~3UL)), int(a & 2UL) * 8, 16));
+    case DT_I32: return from_i32(int(ld_word(a)));
     case DT_I64: return T(int64_t(ld_u64(a)));
     case DT_F16: return FROM_F32(f16_to_f32(bitfieldExtract(ld_word(a & ~3UL), int(a & 2UL) * 8, 16)));
     case DT_BF16: return FROM_F32(uintBitsToFloat(bitfieldExtract(ld_word(a & ~3UL), int(a & 2UL) * 8, 16) << 16));
@@ -281,9 +292,9 @@ T bits_to_T(uint64_t e, uint dt) {
   switch (dt) {
     case DT_U8: return T(w & 0xffu);
     case DT_BOOL: return T((w & 0xffu) != 0u ? 1u : 0u);
-    case DT_I8: return T(bitfieldExtract(int(w), 0, 8));
-    case DT_I16: return T(bitfieldExtract(int(w), 0, 16));
-    case DT_I32: return T(int(w));
+    case DT_I8: return from_i32(bitfieldExtract(int(w), 0, 8));
+    case DT_I16: return from_i32(bitfieldExtract(int(w), 0, 16));
+    case DT_I32: return from_i32(int(w));
     case DT_I64: return T(int64_t(e));
     case DT_F16: return FROM_F32(f16_to_f32(w & 0xffffu));
     case DT_BF16: return FROM_F32(uintBitsToFloat(w << 16));
@@ -327,9 +338,16 @@ T round_T(T v, uint dt) {
   switch (dt) {
     case DT_BOOL: return nonzero(v) ? T(1) : T(0);
     case DT_U8: return T(uint(to_int(v, false)) & 0xffu);
+#if defined(CT_I64)
+    // Sign-extended by shifts (from_i32)
+    case DT_I8: return (v << 56) >> 56;
+    case DT_I16: return (v << 48) >> 48;
+    case DT_I32: return (v << 32) >> 32;
+#else
     case DT_I8: return T(bitfieldExtract(int(to_int(v, false)), 0, 8));
     case DT_I16: return T(bitfieldExtract(int(to_int(v, false)), 0, 16));
     case DT_I32: return T(int(to_int(v, false)));
+#endif
 #if !defined(CT_I64)
     case DT_F16: return FROM_F32(f16_to_f32(f32_to_f16(to_f32(v))));
     case DT_BF16: return FROM_F32(uintBitsToFloat(f32_to_bf16(to_f32(v)) << 16));

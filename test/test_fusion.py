@@ -25,31 +25,45 @@ def raw(t):
     return t.reshape(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
 
 
-def run(fn, fuse, *args):
+COUNTS = ("dispatches", "fused", "fused_steps", "fused_specialized", "barriers", "checked")
+
+
+def run(fn, fuse, *args, spec=None):
+    """fn(*args) with fusion on or off; spec: a fused program's own pipeline after that many runs
+    (0: always the interpreter, fused.comp; None: the device's default)."""
     vkml_torch.set_fuse(fuse)
+    if spec is not None:
+        vkml_torch._C._set_fuse_spec(spec)
     try:
         before = stats()
         out = fn(*args)
         torch.vkml.synchronize()
         after = stats()
-        return out, {k: after[k] - before[k] for k in ("dispatches", "fused", "fused_steps", "barriers", "checked")}
+        return out, {k: after[k] - before[k] for k in COUNTS}
     finally:
         vkml_torch.set_fuse(True)
+        vkml_torch._C._set_fuse_spec(-1)
 
 
 def same_bytes(fn, *cpu_args):
-    """fn on vkml copies of cpu_args, fused and unfused: every result has the same bytes."""
+    """fn on vkml copies of cpu_args, fused and unfused: every result has the same bytes. Fused runs
+    twice: through the interpreter (fused.comp) and through a pipeline specialized to each program
+    (fused_spec.comp, made on a program's first run here), which must give the same bytes too.
+    Returns the counts of the interpreted and the unfused run."""
     outs = []
     counts = []
-    for fuse in (True, False):
+    for fuse, spec in ((True, 0), (False, None), (True, 1)):
         args = [a.to(DEV) if isinstance(a, torch.Tensor) else a for a in cpu_args]
-        res, d = run(fn, fuse, *args)
+        res, d = run(fn, fuse, *args, spec=spec)
         res = res if isinstance(res, (tuple, list)) else [res]
         outs.append([raw(r) for r in res])
         counts.append(d)
-    for k, (f, u) in enumerate(zip(*outs)):
+    assert counts[0]["fused_specialized"] == 0, "the interpreter's run took a specialized pipeline"
+    assert counts[2]["fused_specialized"] == counts[2]["fused"], "a fused node of the specialized run was interpreted"
+    for k, (f, u, s) in enumerate(zip(*outs)):
         assert torch.equal(f, u), f"result {k}: fused bytes differ from unfused"
-    return counts
+        assert torch.equal(s, u), f"result {k}: the specialized pipeline's bytes differ from unfused"
+    return counts[:2]
 
 
 def chain8(x):
@@ -564,3 +578,17 @@ def test_check_mode_keeps_blocks_freed_while_nodes_wait():
     r = subprocess.run([sys.executable, "-c", FREED_WHILE_DEFERRED], capture_output=True, text=True, timeout=300,
                        env=env)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_specialized_pipeline_narrow_ints(dtype):
+    """abs and sign of negative narrow integers through a fused program's own pipeline: with the
+    dtypes made constants, lavapipe once compiled them as if int32 -> int64 zero-extended
+    (shaders/common.glsl, from_i32). Exact, so compared with torch CPU outright."""
+    x = torch.tensor([76, 80, -53, -76, 0, 5, -1, 1], dtype=dtype)
+    fns = [lambda t: (t * 2).abs(), lambda t: (t - 10).sign(), lambda t: t.sign() + t.abs(),
+           lambda t: (t * 3).neg().abs() - t]
+    for fn in fns:
+        res, counts = run(fn, True, x.to(DEV), spec=1)
+        assert counts["fused"] == 1 and counts["fused_specialized"] == 1, counts
+        assert torch.equal(res.cpu(), fn(x)), (dtype, res.cpu(), fn(x))

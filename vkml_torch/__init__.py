@@ -77,7 +77,8 @@ def best_device():
 def stats(device=None):
     """The device's counters since process start (default: the current device): nodes,
     dispatches, submits, flushes, pending, checked, fused (fused nodes submitted) and fused_steps
-    (the elementwise nodes they replaced), barriers (pipeline barriers between dispatches: only
+    (the elementwise nodes they replaced), fused_specialized (fused dispatches that ran a pipeline
+    compiled for their program: docs/fusion.md), barriers (pipeline barriers between dispatches: only
     where one depends on another), submit_us / wait_us: host time spent building and submitting
     batches (lowering each node, recording commands) and waiting for them to finish, and
     pipelines / pipeline_cache_hits: pipelines compiled, and how many of them the on-disk
@@ -92,7 +93,10 @@ def pipeline_cache(device=None):
     The file is VKML_CACHE_DIR (default $XDG_CACHE_HOME/vkml or ~/.cache/vkml) /
     pipelines-<the driver's pipelineCacheUUID>.bin, read when the device opens and written at exit
     when new pipelines were made, so a second run of a program compiles none (where the driver
-    reports it, cache_hits == created). VKML_CACHE_DIR=off keeps no file ("file" is then "")."""
+    reports it, cache_hits == created). VKML_CACHE_DIR=off keeps no file ("file" is then "").
+    "made" lists every pipeline made so far, in order: {"shader", "opcode", "ms" (the host's wall
+    time in vkCreateComputePipelines: the driver's compile, or its cache lookup), "cache_hit"};
+    bench/bench_compile.py prints them, slowest first, for the demo's training."""
     from ._device import _index
     return _C.pipeline_cache(_index(device))
 

@@ -26,6 +26,11 @@ struct Limits {
   // loop trips in all, silently. 0: no such limit. Kernels that loop over a long dimension split
   // it (reduce, softmax, nll always; gemm's K only where this is set).
   uint32_t max_loop_trips = 0;
+  // Not a limit either, a cost: a fused program gets its own specialized pipeline
+  // (shaders/fused_spec.comp) after the interpreter (fused.comp) ran it this many times; 0: never.
+  // 2 on GPUs; 0 on CPU devices (lavapipe), where a compile costs far more than interpreting
+  // saves. VKML_FUSE_SPEC=N overrides it (specialize_after() in backend/vulkan/lower.h).
+  uint32_t specialize_after = 0;
 };
 
 // Vulkan 1.3 required limits (spec, "Required Limits" table).
@@ -39,6 +44,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.float_controls = dev.float_controls;  // a correctness feature, kept likewise
   m.cooperative_matrix = dev.cooperative_matrix;  // a feature
   m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
+  m.specialize_after = dev.specialize_after;  // a policy, kept
   return m;
 }
 

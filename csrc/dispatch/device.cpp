@@ -441,6 +441,7 @@ Stats Device::stats() {
   Stats s = stats_;
   s.dispatches = backend_->dispatches();
   s.barriers = backend_->barriers();
+  s.specialized = backend_->specialized();
   s.pending = graph_.nodes.size();
   const PipelineStats p = backend_->pipeline_stats();
   s.pipelines = p.created;

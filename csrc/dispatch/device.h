@@ -26,6 +26,7 @@ struct Stats {
   uint64_t fused = 0;       // fused nodes submitted (plan/fuse.cpp)
   uint64_t fused_steps = 0; // elementwise nodes they replaced
   uint64_t barriers = 0;    // pipeline barriers between dispatches (from the backend)
+  uint64_t specialized = 0; // fused dispatches that ran a pipeline specialized to their program
   uint64_t submit_ns = 0;   // host time building and submitting batches (lowering, command recording)
   uint64_t wait_ns = 0;     // host time waiting for submitted batches to finish
   uint64_t pipelines = 0;   // pipelines compiled (from the backend)

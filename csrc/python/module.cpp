@@ -190,6 +190,7 @@ PYBIND11_MODULE(_C, m) {
     r["checked"] = s.checked;
     r["fused"] = s.fused;
     r["fused_steps"] = s.fused_steps;
+    r["fused_specialized"] = s.specialized;
     r["barriers"] = s.barriers;
     r["submit_us"] = double(s.submit_ns) / 1e3;
     r["wait_us"] = double(s.wait_ns) / 1e3;
@@ -208,6 +209,16 @@ PYBIND11_MODULE(_C, m) {
     r["loaded_bytes"] = s.loaded_bytes;
     r["created"] = s.created;
     r["cache_hits"] = s.cache_hits;
+    py::list made;
+    for (const auto& m : s.made) {
+      py::dict e;
+      e["shader"] = m.shader;
+      e["opcode"] = m.opcode;
+      e["ms"] = m.ms;
+      e["cache_hit"] = m.cache_hit;
+      made.append(e);
+    }
+    r["made"] = made;
     return r;
   }, py::arg("index") = -1);
   m.def("memory_stats", [](int index) {
@@ -275,6 +286,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_spirv_dir", [] { return env().spirv_dir; });
   m.def("set_fuse", [](bool on) { set_switch([on](Env& e) { e.fuse = on; }); });
   m.def("fuse_enabled", [] { return env().fuse; });
+  // Test aid: a fused program gets its own pipeline after n runs (0: never; -1: the device's
+  // default, Limits::specialize_after), as VKML_FUSE_SPEC=n.
+  m.def("_set_fuse_spec", [](int n) { set_switch([n](Env& e) { e.fuse_spec = n < 0 ? -1 : n; }); });
+  m.def("_fuse_spec", [] { return env().fuse_spec; });
   m.def("_trace_begin", [] { aten::set_tracing(true); });
   m.def("_trace_end", [] { aten::set_tracing(false); });
   m.def("_trace_reset", [] { aten::trace_reset(); });

@@ -81,6 +81,13 @@ struct PipelineStats {
   uint64_t cache_hits = 0;  // of those, found in the pipeline cache (as the driver reports it)
   uint64_t loaded_bytes = 0;  // cache data read from the file at start (0: none, or no cache)
   std::string file;         // the cache file ("" when the cache is off)
+  struct Made {             // one vkCreateComputePipelines call, in the order they were made
+    std::string shader;
+    int32_t opcode = 0;
+    double ms = 0;          // host wall time of the call (the driver's compile, or its cache lookup)
+    bool cache_hit = false;
+  };
+  std::vector<Made> made;
 };
 
 class Backend {
@@ -113,6 +120,7 @@ class Backend {
   }
   virtual uint64_t dispatches() const = 0;  // GPU dispatches + copies recorded since start
   virtual uint64_t barriers() const = 0;    // pipeline barriers recorded between them since start
+  virtual uint64_t specialized() const { return 0; }  // dispatches run on a specialized pipeline
 
   // Profiling: timestamps around every dispatch and copy of the batches submitted while on (none
   // written while off). Returns "" or why the device cannot (it then stays off). take_profile()

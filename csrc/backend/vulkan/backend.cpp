@@ -82,6 +82,7 @@ class VulkanBackend final : public Backend {
   }
   uint64_t dispatches() const override { return dispatches_.load(); }
   uint64_t barriers() const override { return barriers_.load(); }
+  uint64_t specialized() const override { return specialized_.load(); }
 
   std::string set_profiling(bool on) override {
     std::lock_guard<std::mutex> lk(exec_mu_);
@@ -302,7 +303,24 @@ class VulkanBackend final : public Backend {
     // Runs of one op are the common case: reuse the last pipeline, and bind only on a change
     // (of op, shader, or the SPIR-V directory a test loads broken shaders from).
     const uint64_t gen = pipes_.generation();
-    if (d.opcode != last_opcode_ || gen != last_gen_ || std::memcmp(d.shader, last_shader_, sizeof last_shader_) != 0) {
+    // A specialized pipeline, where the dispatch offers one and it is made (Dispatch::spec)
+    VkPipeline special = VK_NULL_HANDLE;
+    if (d.nspec) {
+      std::string shader(d.spec_shader, strnlen(d.spec_shader, sizeof d.spec_shader));
+      auto p = pipes_.get_after(shader, d.opcode, std::span<const uint32_t>(d.spec, d.nspec),
+                                specialize_after(dev_->limits));
+      if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
+      special = *p;
+    }
+    if (special) {
+      specialized_++;
+      last_gen_ = ~uint64_t(0);  // the next dispatch looks its pipeline up again
+      if (bound_ != special) {
+        fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, special);
+        bound_ = special;
+      }
+    } else if (d.opcode != last_opcode_ || gen != last_gen_ ||
+               std::memcmp(d.shader, last_shader_, sizeof last_shader_) != 0) {
       std::string shader(d.shader, strnlen(d.shader, sizeof d.shader));
       auto p = pipes_.get(shader, d.opcode);
       if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
@@ -312,7 +330,7 @@ class VulkanBackend final : public Backend {
       std::memcpy(last_shader_, d.shader, sizeof last_shader_);
       bound_ = VK_NULL_HANDLE;
     }
-    if (bound_ != last_pipe_) {
+    if (!special && bound_ != last_pipe_) {
       fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, last_pipe_);
       bound_ = last_pipe_;
     }
@@ -329,7 +347,8 @@ class VulkanBackend final : public Backend {
       fn.vkCmdPushConstants(cmd_, pipes_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.pc_size, d.pc);
     }
     const bool timed = ts_.active();  // profiling off: no calls, no names
-    if (timed) ts_.before(op, d.shader, strnlen(d.shader, sizeof d.shader));
+    const char* shown = special ? d.spec_shader : d.shader;
+    if (timed) ts_.before(op, shown, strnlen(shown, sizeof d.shader));
     fn.vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
     if (timed) ts_.after();
     return {};
@@ -372,6 +391,7 @@ class VulkanBackend final : public Backend {
     }
   } hazards_;
   std::atomic<uint64_t> barriers_{0};
+  std::atomic<uint64_t> specialized_{0};  // dispatches run on a specialized pipeline (Dispatch::spec)
 
   // The pipeline of the last dispatch recorded, and the one bound in the current command buffer.
   char last_shader_[sizeof(Dispatch::shader)] = {};

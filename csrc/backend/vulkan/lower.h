@@ -9,12 +9,14 @@
 #include "core/coalesce.h"
 #include "core/limits.h"
 #include "graph/node.h"
+#include "util/env.h"
 #include "util/result.h"
 
 namespace vkml::vk {
 
 constexpr int32_t kRowOpcode = INT32_MIN;  // Dispatch::opcode left as is: the row's OPCODE
 constexpr uint32_t kMaxParamBytes = 1024;  // per dispatch, in the submission's parameter buffer
+constexpr uint32_t kMaxSpec = 68;          // specialization constants past OP (fused_spec.comp's)
 
 struct Dispatch {
   char shader[32] = {};          // SPIR-V blob name, e.g. "elementwise_f32" (set_shader)
@@ -27,9 +29,17 @@ struct Dispatch {
   // pc[param_addr_at]. See put_params().
   uint32_t param_size = 0, param_addr_at = 0;
   alignas(16) uint8_t params[kMaxParamBytes];
+  // Optional: specialization constants 1..nspec for blob `spec_shader`, which computes what
+  // `shader` does with part of its parameters made constants (lower_fused.cpp: a fused program's
+  // steps). The backend switches to it once the same constants came Limits::specialize_after
+  // times (a pipeline compile pays off only for a program that repeats); until then, `shader`.
+  char spec_shader[32] = {};
+  uint32_t nspec = 0;
+  uint32_t spec[kMaxSpec];
 
   void reset() {  // everything but the blocks' bytes (put / put_params overwrite those)
-    shader[0] = 0;
+    shader[0] = spec_shader[0] = 0;
+    nspec = 0;
     opcode = kRowOpcode;
     groups[0] = groups[1] = groups[2] = 1;
     pc_size = param_size = param_addr_at = 0;
@@ -84,6 +94,12 @@ int32_t row_opcode(OpId id);
 std::string fused_name(const Node& n);
 
 uint64_t raw_scalar(const Scalar& s, Compute c);  // as the shaders read u64 scalars
+// After how many runs a fused program gets its own pipeline (Dispatch::spec; 0: never):
+// VKML_FUSE_SPEC / vkml_torch._C._set_fuse_spec where set, else the device's default.
+inline uint32_t specialize_after(const Limits& lim) {
+  return env().fuse_spec >= 0 ? uint32_t(env().fuse_spec) : lim.specialize_after;
+}
+
 inline bool fits_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
 // Spreads `groups` over a 2-D grid within the device's group-count limits.

@@ -2,6 +2,7 @@
 // The plan (csrc/plan/fuse.cpp) has already checked what this lowering needs (at most 4 dims
 // after merging, 32-bit offsets); the checks here only turn a plan bug into an error.
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -98,6 +99,26 @@ int lower_fused(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
     if (e.nin >= 2 && !e.as<A>().scalar_b) same = same && e.t[A::b].dtype == native;
   }
   if (same) out[0].opcode = OP_FUSED_NATIVE;
+  // The program's shape as fused_spec.comp's constants: a pipeline of its own once it repeats.
+  if (specialize_after(lim)) {
+    Dispatch spec_name;
+    if (!set_shader(spec_name, "fused_spec", c, lim, why)) return -1;
+    std::memcpy(out[0].spec_shader, spec_name.shader, sizeof spec_name.shader);
+    uint32_t* w = out[0].spec;
+    w[0] = p.nsteps;
+    w[1] = p.nops;
+    w[2] = p.ndim;
+    w[3] = p.flags;
+    for (uint32_t k = 0; k < uint32_t(FUSED_STEPS); ++k) {
+      const bool used = k < p.nsteps;  // unused steps' constants stay 0: one pipeline per program
+      w[4 + 4 * k] = used ? p.code[k] : 0;
+      w[5 + 4 * k] = used ? p.src[k] : 0;
+      w[6 + 4 * k] = used ? p.dts[k] : 0;
+      w[7 + 4 * k] = used ? p.sflags[k] : 0;
+    }
+    out[0].nspec = 4 + 4 * FUSED_STEPS;
+    static_assert(4 + 4 * FUSED_STEPS <= kMaxSpec, "fused_spec.comp's constants exceed Dispatch::spec");
+  }
   pc::FusedPc pcb{};
   pcb.numel = uint32_t(numel);
   if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;

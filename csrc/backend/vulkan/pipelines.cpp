@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -144,6 +146,7 @@ void Pipelines::refresh_locked() {
   if (env().spirv_dir == dir_) return;
   // a test switched shader sets (set_switch waited for the GPU first)
   for (auto& [k, p] : pipelines_) retired_pipelines_.push_back(p);
+  asked_.clear();
   for (auto& [k, m] : modules_) retired_modules_.push_back(m);
   pipelines_.clear();
   modules_.clear();
@@ -157,12 +160,38 @@ uint64_t Pipelines::generation() {
   return generation_;
 }
 
-Result<VkPipeline> Pipelines::get(const std::string& shader, int32_t opcode) {
+namespace {
+std::string key(const std::string& shader, int32_t opcode, std::span<const uint32_t> spec) {
+  std::string k = shader;
+  k.push_back('\0');
+  k.append(reinterpret_cast<const char*>(&opcode), sizeof opcode);
+  k.append(reinterpret_cast<const char*>(spec.data()), spec.size_bytes());
+  return k;
+}
+}  // namespace
+
+Result<VkPipeline> Pipelines::get(const std::string& shader, int32_t opcode, std::span<const uint32_t> spec) {
   std::lock_guard<std::mutex> lk(mu_);
   refresh_locked();
-  auto key = std::make_pair(shader, opcode);
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  const std::string k = key(shader, opcode, spec);
+  if (auto it = pipelines_.find(k); it != pipelines_.end()) return it->second;
+  return get_locked(k, shader, opcode, spec);
+}
 
+Result<VkPipeline> Pipelines::get_after(const std::string& shader, int32_t opcode, std::span<const uint32_t> spec,
+                                        uint32_t after) {
+  if (after == 0) return VkPipeline(VK_NULL_HANDLE);
+  std::lock_guard<std::mutex> lk(mu_);
+  refresh_locked();
+  const std::string k = key(shader, opcode, spec);
+  if (auto it = pipelines_.find(k); it != pipelines_.end()) return it->second;
+  if (++asked_[k] < after) return VkPipeline(VK_NULL_HANDLE);
+  asked_.erase(k);
+  return get_locked(k, shader, opcode, spec);
+}
+
+Result<VkPipeline> Pipelines::get_locked(const std::string& k, const std::string& shader, int32_t opcode,
+                                         std::span<const uint32_t> spec) {
   VkShaderModule mod = VK_NULL_HANDLE;
   if (auto it = modules_.find(shader); it != modules_.end()) {
     mod = it->second;
@@ -179,31 +208,40 @@ Result<VkPipeline> Pipelines::get(const std::string& shader, int32_t opcode) {
     modules_[shader] = mod;
   }
 
-  VkSpecializationMapEntry entry{0, 0, sizeof(int32_t)};
-  VkSpecializationInfo spec{1, &entry, sizeof(int32_t), &opcode};
+  // constant 0 = opcode, constant i = spec[i - 1]
+  std::vector<uint32_t> data(1 + spec.size());
+  std::memcpy(data.data(), &opcode, sizeof opcode);
+  std::copy(spec.begin(), spec.end(), data.begin() + 1);
+  std::vector<VkSpecializationMapEntry> entries(data.size());
+  for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, 4 * i, 4};
+  VkSpecializationInfo si{uint32_t(entries.size()), entries.data(), data.size() * 4, data.data()};
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = mod;
   ci.stage.pName = "main";
-  ci.stage.pSpecializationInfo = &spec;
+  ci.stage.pSpecializationInfo = &si;
   ci.layout = layout_;
   VkPipelineCreationFeedback fb{};  // core in Vulkan 1.3: whether the cache had it
   VkPipelineCreationFeedbackCreateInfo fci{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
   fci.pPipelineCreationFeedback = &fb;
   ci.pNext = &fci;
   VkPipeline pipe = VK_NULL_HANDLE;
+  const auto t0 = std::chrono::steady_clock::now();
   VkResult r = d_.fn.vkCreateComputePipelines(d_.dev, cache_, 1, &ci, nullptr, &pipe);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (r != VK_SUCCESS)
     return fail(Err::vulkan, "vkCreateComputePipelines failed for '" + shader + "' opcode " +
                                  std::to_string(opcode) + ": " + result_name(r));
-  pipelines_[key] = pipe;
+  pipelines_[k] = pipe;
   ++stats_.created;
-  if ((fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
-      (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+  const bool hit = (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+                   (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
+  if (hit)
     ++stats_.cache_hits;
   else
     dirty_ = true;
+  stats_.made.push_back({shader, opcode, ms, hit});
   return pipe;
 }
 

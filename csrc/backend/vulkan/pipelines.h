@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,8 +33,13 @@ class Pipelines {
   void save();
   PipelineStats stats();
   VkPipelineLayout layout() const { return layout_; }
-  // The pipeline of SPIR-V blob `shader` with specialization constant 0 = opcode.
-  Result<VkPipeline> get(const std::string& shader, int32_t opcode);
+  // The pipeline of SPIR-V blob `shader` with specialization constant 0 = opcode and, when given,
+  // constants 1..spec.size() = spec.
+  Result<VkPipeline> get(const std::string& shader, int32_t opcode, std::span<const uint32_t> spec = {});
+  // The same, once these constants were asked for `after` times (counting this call); before
+  // that, and always when after == 0, VK_NULL_HANDLE: the caller runs its generic pipeline.
+  Result<VkPipeline> get_after(const std::string& shader, int32_t opcode, std::span<const uint32_t> spec,
+                               uint32_t after);
   // Bumped whenever VKML_SPIRV_DIR changed since the last call (the cache is then retired): a
   // caller that keeps a pipeline across calls compares it.
   uint64_t generation();
@@ -43,12 +49,16 @@ class Pipelines {
   std::mutex mu_;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   std::map<std::string, VkShaderModule> modules_;
-  std::map<std::pair<std::string, int32_t>, VkPipeline> pipelines_;
+  // Keyed by shader, opcode and the other constants' bytes (key()).
+  std::map<std::string, VkPipeline> pipelines_;
+  std::map<std::string, uint32_t> asked_;  // get_after's counts of constants not yet compiled
   // VKML_SPIRV_DIR: the directory the cached modules came from; when it changes the cache is
   // retired (kept until destruction: a retired pipeline may still be in a recorded batch).
   std::string dir_;
   uint64_t generation_ = 0;
   void refresh_locked();
+  Result<VkPipeline> get_locked(const std::string& key, const std::string& shader, int32_t opcode,
+                                std::span<const uint32_t> spec);
   std::vector<VkShaderModule> retired_modules_;
   std::vector<VkPipeline> retired_pipelines_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
