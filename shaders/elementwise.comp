@@ -7,12 +7,24 @@
 
 layout(local_size_x = 128) in;
 
+// Specialization constants 1-3 (lower_elementwise.cpp sets them for every dispatch): the dtypes
+// word, the flags and which operands exist, so the driver folds every dtype switch and the path
+// choice. Left unset (a generic pipeline), they are read from the push constants.
+layout(constant_id = 1) const uint SPEC_DTYPES = 0xffffffffu;
+layout(constant_id = 2) const uint SPEC_FLAGS = 0u;
+layout(constant_id = 3) const uint SPEC_OPERANDS = 0u;
+const bool SPEC = SPEC_DTYPES != 0xffffffffu;
+#define DTYPES (SPEC ? SPEC_DTYPES : pc.dtypes)
+#define FLAGS (SPEC ? SPEC_FLAGS : pc.flags)
+#define HAS_A (SPEC ? (SPEC_OPERANDS & 1u) != 0u : pc.a != 0UL)
+#define HAS_B (SPEC ? (SPEC_OPERANDS & 2u) != 0u : pc.b != 0UL)
+
 T ew_compute(T a, T b, uint64_t oo, uint dto, uint dta, uint dtb, uint dtc);
 
 // One element at byte offsets (oo, oa, ob): the strided path, and the fast path's tails.
 void ew_element(uint64_t oo, uint64_t oa, uint64_t ob) {
-  uint dto = pc.dtypes & 0xffu, dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
-  uint dtc = pc.dtypes >> 24;  // the dtype the op computes in
+  uint dto = DTYPES & 0xffu, dta = (DTYPES >> 8) & 0xffu, dtb = (DTYPES >> 16) & 0xffu;
+  uint dtc = DTYPES >> 24;  // the dtype the op computes in
   if (OP == OP_COPY && dto == dta) {  // same dtype: raw bits, in every variant (f64 without fp64)
     uint sz = dsize(dto);
     if (sz == 8u) st_u64(pc.dst + oo, ld_u64(pc.a + oa));
@@ -34,19 +46,19 @@ void ew_element(uint64_t oo, uint64_t oa, uint64_t ob) {
   }
 #endif
   T a = T(0), b = T(0);
-  if (pc.a != 0UL) a = load_T(pc.a + oa, dta);
-  if ((pc.flags & EW_SCALAR_B) != 0u) b = from_raw(pc.bscalar);
-  else if (pc.b != 0UL) b = load_T(pc.b + ob, dtb);
+  if (HAS_A) a = load_T(pc.a + oa, dta);
+  if ((FLAGS & EW_SCALAR_B) != 0u) b = from_raw(pc.bscalar);
+  else if (HAS_B) b = load_T(pc.b + ob, dtb);
   store_T(pc.dst + oo, dto, ew_compute(a, b, oo, dto, dta, dtb, dtc));
 }
 
 // The op on loaded operands (oo: the output's byte offset, for where), in the output's rounding.
 T ew_compute(T a, T b, uint64_t oo, uint dto, uint dta, uint dtb, uint dtc) {
-  if (pc.a != 0UL && dta != dtc) a = round_T(a, dtc);
-  if ((pc.flags & EW_SCALAR_B) == 0u && pc.b != 0UL && dtb != dtc) b = round_T(b, dtc);
+  if (HAS_A && dta != dtc) a = round_T(a, dtc);
+  if ((FLAGS & EW_SCALAR_B) == 0u && HAS_B && dtb != dtc) b = round_T(b, dtc);
   T old = T(0);
   if (OP == OP_WHERE) old = load_T(pc.dst + oo, dto);
-  T r = ew_apply(OP, a, b, pc.alpha, pc.bscalar, old, pc.a != 0UL, dto, dtc);
+  T r = ew_apply(OP, a, b, pc.alpha, pc.bscalar, old, HAS_A, dto, dtc);
   if (dto != dtc) r = round_T(r, dtc);
   return r;
 }
@@ -73,12 +85,12 @@ void strided(uint64_t i) {
 // blocks, 128 blocks apart, so each load of a subgroup reads one contiguous span.
 const uint kBlocks = 2u;  // EW_BLOCKS in lower_elementwise.cpp
 void dense_block(uint64_t blk) {
-  uint dto = pc.dtypes & 0xffu, dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
-  uint dtc = pc.dtypes >> 24;
+  uint dto = DTYPES & 0xffu, dta = (DTYPES >> 8) & 0xffu, dtb = (DTYPES >> 16) & 0xffu;
+  uint dtc = DTYPES >> 24;
   uint64_t i0 = blk * 4UL;
   if (i0 >= uint64_t(pc.numel)) return;
   uint so = dsize(dto), sa = dsize(dta), sb = dsize(dtb);
-  bool bca = (pc.flags & EW_BCAST_A) != 0u, bcb = (pc.flags & EW_BCAST_B) != 0u;
+  bool bca = (FLAGS & EW_BCAST_A) != 0u, bcb = (FLAGS & EW_BCAST_B) != 0u;
   uint64_t oo = i0 * so, oa = bca ? 0UL : i0 * sa, ob = bcb ? 0UL : i0 * sb;
   uint64_t left = uint64_t(pc.numel) - i0;
   bool special = OP == OP_COPY && dta == DT_F64 && dto != dta;  // ew_element's own conversions
@@ -100,7 +112,7 @@ void dense_block(uint64_t blk) {
     return;
   }
   T a[4], b[4];
-  if (pc.a == 0UL) {
+  if (!HAS_A) {
     for (uint j = 0u; j < 4u; ++j) a[j] = T(0);
   } else if (bca) {
     T v = load_T(pc.a, dta);
@@ -109,8 +121,8 @@ void dense_block(uint64_t blk) {
     ld_block4(pc.a + oa, sa, ra);
     for (uint j = 0u; j < 4u; ++j) a[j] = bits_to_T(ra[j], dta);
   }
-  if ((pc.flags & EW_SCALAR_B) != 0u || pc.b == 0UL || bcb) {
-    T v = (pc.flags & EW_SCALAR_B) != 0u ? from_raw(pc.bscalar) : pc.b == 0UL ? T(0) : load_T(pc.b, dtb);
+  if ((FLAGS & EW_SCALAR_B) != 0u || !HAS_B || bcb) {
+    T v = (FLAGS & EW_SCALAR_B) != 0u ? from_raw(pc.bscalar) : !HAS_B ? T(0) : load_T(pc.b, dtb);
     for (uint j = 0u; j < 4u; ++j) b[j] = v;
   } else {
     ld_block4(pc.b + ob, sb, rb);
@@ -121,13 +133,13 @@ void dense_block(uint64_t blk) {
 }
 
 void main() {
-  if ((pc.flags & EW_VEC) != 0u) {
+  if ((FLAGS & EW_VEC) != 0u) {
     uint64_t first = group_index() * uint64_t(128u * kBlocks) + uint64_t(gl_LocalInvocationID.x);
     for (uint u = 0u; u < kBlocks; ++u) dense_block(first + uint64_t(u * 128u));
     return;
   }
   uint64_t i = global_index();
   if (i >= uint64_t(pc.numel)) return;
-  if ((pc.flags & EW_CONTIGUOUS) != 0u) ew_element(i * dsize(pc.dtypes & 0xffu), i * dsize((pc.dtypes >> 8) & 0xffu), i * dsize((pc.dtypes >> 16) & 0xffu));
+  if ((FLAGS & EW_CONTIGUOUS) != 0u) ew_element(i * dsize(DTYPES & 0xffu), i * dsize((DTYPES >> 8) & 0xffu), i * dsize((DTYPES >> 16) & 0xffu));
   else strided(i);
 }

@@ -1,7 +1,7 @@
 // variants: f32 f64 i64
 // A fused chain of elementwise nodes, as fused.comp runs it, with the program's shape as
 // specialization constants (csrc/backend/vulkan/lower_fused.cpp fills them; the backend compiles
-// this pipeline for a program once the interpreter has run it Limits::specialize_after times):
+// this pipeline for a program once it came Limits::specialize_after times, 1 on GPUs):
 // the step count, operand count, layout and every step's op, sources, dtypes and flags. The
 // driver then folds every switch of a step, unrolls the steps and keeps their results in
 // registers, where fused.comp decodes each step for each element. Addresses, strides, sizes and

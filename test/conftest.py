@@ -18,7 +18,7 @@ WHY = "" if AVAILABLE else vkml_torch.why_unavailable()
 INITIAL_CHECK = bool(vkml_torch.check_enabled())
 INITIAL_EAGER = os.environ.get("VKML_EAGER", "") == "1"
 INITIAL_FUSE = bool(vkml_torch.fuse_enabled()) if AVAILABLE else True
-INITIAL_FUSE_SPEC = vkml_torch._C._fuse_spec() if AVAILABLE else -1
+INITIAL_SPECIALIZE = vkml_torch._C._specialize() if AVAILABLE else -1
 
 
 def pytest_report_header(config):
@@ -54,6 +54,6 @@ def _reset_hooks():
     vkml_torch.set_check(INITIAL_CHECK)
     vkml_torch.set_eager(INITIAL_EAGER)
     vkml_torch.set_fuse(INITIAL_FUSE)
-    if vkml_torch._C._fuse_spec() != INITIAL_FUSE_SPEC:
-        vkml_torch._C._set_fuse_spec(INITIAL_FUSE_SPEC)
+    if vkml_torch._C._specialize() != INITIAL_SPECIALIZE:
+        vkml_torch._C._set_specialize(INITIAL_SPECIALIZE)
     torch.vkml.synchronize()  # nothing of this test may leak into the next one

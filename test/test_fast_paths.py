@@ -252,3 +252,53 @@ def test_softmax_all_minus_inf_row_and_nan():
         assert got[0].isnan().all() and ref[0].isnan().all(), path
         assert got[1].isnan().all() and ref[1].isnan().all(), path
         assert_close_row(row("softmax"), got[2:], ref[2:], *_softmax_scale(x[2:], 1), what=path)
+
+
+# ---- specialized elementwise pipelines ------------------------------------------------------------
+# Each shader variant (f32, f64, i64) and each element width; lavapipe compiles every combination's
+# pipeline anew (~80 ms each), so not every dtype.
+SPEC_DTYPES = (torch.float32, torch.bfloat16, torch.float64, torch.int32, torch.int8, torch.bool)
+
+
+@pytest.mark.parametrize("dtype", SPEC_DTYPES, ids=str)
+def test_elementwise_specialized_pipelines_same_bytes(dtype):
+    """On GPUs every elementwise dispatch runs a pipeline specialized to its dtypes, path and
+    operands (elementwise.comp's SPEC_* constants; VKML_SPECIALIZE, docs/performance.md); lavapipe
+    runs the generic one. Both are forced here on the same inputs, over every path (dense, strided,
+    misaligned, broadcast value, CPU scalar, a strided output, a type-promoting operand, unary ops and
+    copies to other dtypes): the bytes must be the same, so a specialization that folds a constant
+    wrongly is caught here as well as on a GPU. (The generic path is checked against torch CPU above.)"""
+    import vkml_torch
+    n = 1029
+    x, y = _values(n, dtype), _values(n, dtype)
+    s = _values(1, dtype)
+    f32 = torch.arange(n, dtype=torch.float32)
+    fns = {"neg": torch.neg, "abs": torch.abs, "clone": torch.clone, "to f16": lambda t: t.to(torch.float16),
+           "to f64": lambda t: t.to(torch.float64), "to bool": lambda t: t.to(torch.bool),
+           "to i32": lambda t: t.to(torch.int32), "mul": lambda t: t * t, "lt": lambda t: t < y.to(DEV),
+           "+ python": lambda t: t + 3, "+ f32": lambda t: t + f32.to(DEV)}
+    if dtype == torch.bool:
+        for k in ("neg", "abs", "+ python", "+ f32"):
+            del fns[k]
+    else:
+        fns["add alpha"] = lambda t: torch.add(t, y.to(DEV), alpha=2)
+        fns["maximum"] = lambda t: torch.maximum(y.to(DEV), t)
+        fns["+ 0-d device"] = lambda t: t + s.to(DEV).reshape(())
+        fns["where"] = lambda t: torch.where(t > 1, t, s.to(DEV))
+    if dtype.is_floating_point:
+        for k in ("to i32",):
+            del fns[k]  # float -> int out of range: no contract
+    got = {}
+    for spec in (0, 1):
+        vkml_torch._C._set_specialize(spec)
+        try:
+            for name, fn in fns.items():
+                for path, t in _layouts(x).items():
+                    got[(spec, name, path)] = fn(t).cpu()
+                out = torch.empty(2 * n, dtype=torch.promote_types(dtype, dtype), device=DEV)[::2]
+                got[(spec, "strided out", "")] = torch.mul(x.to(DEV), y.to(DEV), out=out).cpu()
+        finally:
+            vkml_torch._C._set_specialize(-1)
+    for (spec, name, path), v in got.items():
+        if spec == 1:
+            assert _bits_eq(v, got[(0, name, path)]), f"{name} {dtype} {path}: the specialized pipeline's bytes differ"

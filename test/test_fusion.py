@@ -33,7 +33,7 @@ def run(fn, fuse, *args, spec=None):
     (0: always the interpreter, fused.comp; None: the device's default)."""
     vkml_torch.set_fuse(fuse)
     if spec is not None:
-        vkml_torch._C._set_fuse_spec(spec)
+        vkml_torch._C._set_specialize(spec)
     try:
         before = stats()
         out = fn(*args)
@@ -42,7 +42,7 @@ def run(fn, fuse, *args, spec=None):
         return out, {k: after[k] - before[k] for k in COUNTS}
     finally:
         vkml_torch.set_fuse(True)
-        vkml_torch._C._set_fuse_spec(-1)
+        vkml_torch._C._set_specialize(-1)
 
 
 def same_bytes(fn, *cpu_args):

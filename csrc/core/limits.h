@@ -26,10 +26,10 @@ struct Limits {
   // loop trips in all, silently. 0: no such limit. Kernels that loop over a long dimension split
   // it (reduce, softmax, nll always; gemm's K only where this is set).
   uint32_t max_loop_trips = 0;
-  // Not a limit either, a cost: a fused program gets its own specialized pipeline
-  // (shaders/fused_spec.comp) after the interpreter (fused.comp) ran it this many times; 0: never.
-  // 2 on GPUs; 0 on CPU devices (lavapipe), where a compile costs far more than interpreting
-  // saves. VKML_FUSE_SPEC=N overrides it (specialize_after() in backend/vulkan/lower.h).
+  // Not a limit either, a cost: elementwise rows and fused programs run pipelines specialized to
+  // their dtypes / program (Dispatch::spec) once the same constants came this many times; 0:
+  // never. 1 on GPUs; 0 on CPU devices (lavapipe), where a compile costs far more than the
+  // folded shader saves. VKML_SPECIALIZE=N overrides it (specialize_after() in backend/vulkan/lower.h).
   uint32_t specialize_after = 0;
 };
 

@@ -286,10 +286,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_spirv_dir", [] { return env().spirv_dir; });
   m.def("set_fuse", [](bool on) { set_switch([on](Env& e) { e.fuse = on; }); });
   m.def("fuse_enabled", [] { return env().fuse; });
-  // Test aid: a fused program gets its own pipeline after n runs (0: never; -1: the device's
-  // default, Limits::specialize_after), as VKML_FUSE_SPEC=n.
-  m.def("_set_fuse_spec", [](int n) { set_switch([n](Env& e) { e.fuse_spec = n < 0 ? -1 : n; }); });
-  m.def("_fuse_spec", [] { return env().fuse_spec; });
+  // Test aid: specialized pipelines (elementwise dtypes, fused programs) once their constants came
+  // n times (0: never; -1: the device's default, Limits::specialize_after), as VKML_SPECIALIZE=n.
+  m.def("_set_specialize", [](int n) { set_switch([n](Env& e) { e.specialize = n < 0 ? -1 : n; }); });
+  m.def("_specialize", [] { return env().specialize; });
   m.def("_trace_begin", [] { aten::set_tracing(true); });
   m.def("_trace_end", [] { aten::set_tracing(false); });
   m.def("_trace_reset", [] { aten::trace_reset(); });

@@ -21,8 +21,8 @@ struct Env {
   std::string gemm_pipe;      // VKML_GEMM_PIPE=gemv|small|large|split|coopmat: force a matmul pipeline (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
   bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
-  int fuse_spec = -1;         // VKML_FUSE_SPEC=N: specialize a fused program after N runs, 0 never
-                              // (Limits::specialize_after); -1: the device's default
+  int specialize = -1;        // VKML_SPECIALIZE=N: specialized pipelines once their constants came N
+                              // times, 0 never (Limits::specialize_after); -1: the device's default
 };
 
 // Mutable so tests can toggle check/eager at run time through the Python module.

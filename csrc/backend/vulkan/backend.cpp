@@ -307,13 +307,13 @@ class VulkanBackend final : public Backend {
     VkPipeline special = VK_NULL_HANDLE;
     if (d.nspec) {
       std::string shader(d.spec_shader, strnlen(d.spec_shader, sizeof d.spec_shader));
-      auto p = pipes_.get_after(shader, d.opcode, std::span<const uint32_t>(d.spec, d.nspec),
-                                specialize_after(dev_->limits));
+      auto p = pipes_.get_after(shader, d.opcode, std::span<const uint32_t>(d.spec, d.nspec), d.spec_after);
       if (!p.ok()) return fail(p.error().code, p.error().msg + " (op " + op + ")");
       special = *p;
     }
     if (special) {
-      specialized_++;
+      // counted where it runs another blob, a fused program's (elementwise rows specialize their own)
+      if (std::strncmp(d.spec_shader, d.shader, sizeof d.shader) != 0) specialized_++;
       last_gen_ = ~uint64_t(0);  // the next dispatch looks its pipeline up again
       if (bound_ != special) {
         fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, special);

@@ -30,16 +30,20 @@ struct Dispatch {
   uint32_t param_size = 0, param_addr_at = 0;
   alignas(16) uint8_t params[kMaxParamBytes];
   // Optional: specialization constants 1..nspec for blob `spec_shader`, which computes what
-  // `shader` does with part of its parameters made constants (lower_fused.cpp: a fused program's
-  // steps). The backend switches to it once the same constants came Limits::specialize_after
-  // times (a pipeline compile pays off only for a program that repeats); until then, `shader`.
+  // `shader` does with part of its parameters made constants (the elementwise dtypes and path,
+  // a fused program's steps). The backend switches to it once the same constants came
+  // `spec_after` times (specialize_after(): 1 on GPUs); until then, and always when 0, `shader`.
   char spec_shader[32] = {};
-  uint32_t nspec = 0;
+  uint32_t nspec = 0, spec_after = 0;
   uint32_t spec[kMaxSpec];
+  void specialize(const char* blob, uint32_t after) {
+    std::memcpy(spec_shader, blob, sizeof spec_shader);
+    spec_after = after;
+  }
 
   void reset() {  // everything but the blocks' bytes (put / put_params overwrite those)
     shader[0] = spec_shader[0] = 0;
-    nspec = 0;
+    nspec = spec_after = 0;
     opcode = kRowOpcode;
     groups[0] = groups[1] = groups[2] = 1;
     pc_size = param_size = param_addr_at = 0;
@@ -94,10 +98,10 @@ int32_t row_opcode(OpId id);
 std::string fused_name(const Node& n);
 
 uint64_t raw_scalar(const Scalar& s, Compute c);  // as the shaders read u64 scalars
-// After how many runs a fused program gets its own pipeline (Dispatch::spec; 0: never):
-// VKML_FUSE_SPEC / vkml_torch._C._set_fuse_spec where set, else the device's default.
+// After how many uses a dispatch's constants get their own pipeline (Dispatch::spec; 0: never):
+// VKML_SPECIALIZE / vkml_torch._C._set_specialize where set, else the device's default.
 inline uint32_t specialize_after(const Limits& lim) {
-  return env().fuse_spec >= 0 ? uint32_t(env().fuse_spec) : lim.specialize_after;
+  return env().specialize >= 0 ? uint32_t(env().specialize) : lim.specialize_after;
 }
 
 inline bool fits_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }

@@ -100,10 +100,10 @@ int lower_fused(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
   }
   if (same) out[0].opcode = OP_FUSED_NATIVE;
   // The program's shape as fused_spec.comp's constants: a pipeline of its own once it repeats.
-  if (specialize_after(lim)) {
+  if (const uint32_t after = specialize_after(lim)) {
     Dispatch spec_name;
     if (!set_shader(spec_name, "fused_spec", c, lim, why)) return -1;
-    std::memcpy(out[0].spec_shader, spec_name.shader, sizeof spec_name.shader);
+    out[0].specialize(spec_name.shader, after);
     uint32_t* w = out[0].spec;
     w[0] = p.nsteps;
     w[1] = p.nops;
