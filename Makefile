@@ -27,12 +27,13 @@ TESTS ?= test
 CHECK_SAME := test_check.py test_env.py test_packaging.py test_api_docs.py test_cuda_warning.py test_bench.py
 # Likewise test_norm's 70,000-group test, which sets check mode itself, over a grid split the same
 # way there (lavapipe's limit is min-spec's 65,535 a dimension): 48 s. And test_fast_paths' test of the
-# specialized elementwise pipelines, which forces them and the generic ones and compares the two
-# only: 41 s. (--deselect takes a node id
+# specialized pipelines (elementwise; reduce, softmax, gemm), which force them and the generic ones
+# and compare the two only: 41 + 9 s. (--deselect takes a node id
 # relative to the rootdir; under make compat the rootdir is test/, so there it runs.) test_ops.py's cases run once in this pass,
 # not lazily and then checked (both would be checked runs).
 CHECK_SAME_TESTS := test/test_norm.py::test_more_than_65535_groups \
-                    test/test_fast_paths.py::test_elementwise_specialized_pipelines_same_bytes
+                    test/test_fast_paths.py::test_elementwise_specialized_pipelines_same_bytes \
+                    test/test_fast_paths.py::test_dtype_specialized_pipelines_same_bytes
 CHECK_TESTS ?= test $(addprefix --ignore=test/,$(CHECK_SAME)) $(addprefix --deselect=,$(CHECK_SAME_TESTS))
 BENCH_ARGS ?=
 # The part of the suite `make test` also runs under the Khronos validation layer (core and

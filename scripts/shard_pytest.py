@@ -2,11 +2,11 @@
 VKML_MIN_SPEC=1 pass side by side (for the lent H200: 16 cores; NVIDIA's pipeline compiles make
 one process slow there, about 11% of the suite in 280 s on 2026-12-01).
 
-    python3 scripts/shard_pytest.py OUT [--plain 7] [--check 8] [--slice I/N] [--deadline S] [pytest args]
+    python3 scripts/shard_pytest.py OUT [--plain 7] [--check 8] [--slice I/N] [--deadline S] [--files "A B"] [pytest args]
 
 --slice I/N keeps every N-th collected test from the I-th (so N calls cover the suite). Writes
 OUT/plain.log and OUT/check.log (every shard's output, with pytest's slowest-test durations) and
-prints each shard's last line. A shard still running at the deadline is interrupted (rc 124 or 2:
+prints each shard's last line. --files: only these test files (default: the whole suite). A shard still running at the deadline is interrupted (rc 124 or 2:
 pytest's summary then names the test it was in)."""
 import argparse
 import os
@@ -20,9 +20,10 @@ ap.add_argument("--plain", type=int, default=7)
 ap.add_argument("--check", type=int, default=8)
 ap.add_argument("--slice", default="0/1")
 ap.add_argument("--deadline", type=float, default=540)
+ap.add_argument("--files", default="test", help="space-separated test files or directories to collect")
 args, extra = ap.parse_known_args()
 t0 = time.time()
-col = subprocess.run([sys.executable, "-m", "pytest", "test", "--collect-only", "-q", "-p", "no:cacheprovider", *extra],
+col = subprocess.run([sys.executable, "-m", "pytest", *args.files.split(), "--collect-only", "-q", "-p", "no:cacheprovider", *extra],
                      capture_output=True, text=True)
 ids = [line for line in col.stdout.splitlines() if "::" in line]
 i, n = map(int, args.slice.split("/"))

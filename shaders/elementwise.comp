@@ -7,14 +7,12 @@
 
 layout(local_size_x = 128) in;
 
-// Specialization constants 1-3 (lower_elementwise.cpp sets them for every dispatch): the dtypes
-// word, the flags and which operands exist, so the driver folds every dtype switch and the path
-// choice. Left unset (a generic pipeline), they are read from the push constants.
-layout(constant_id = 1) const uint SPEC_DTYPES = 0xffffffffu;
+// Specialization constants 1-3 (lower_elementwise.cpp sets them on GPUs): the dtypes word, the
+// flags and which operands exist, so the driver folds every dtype switch and the path choice.
+// Left unset (the generic pipeline), they are read from the push constants.
+#include "spec_dtypes.glsl"
 layout(constant_id = 2) const uint SPEC_FLAGS = 0u;
 layout(constant_id = 3) const uint SPEC_OPERANDS = 0u;
-const bool SPEC = SPEC_DTYPES != 0xffffffffu;
-#define DTYPES (SPEC ? SPEC_DTYPES : pc.dtypes)
 #define FLAGS (SPEC ? SPEC_FLAGS : pc.flags)
 #define HAS_A (SPEC ? (SPEC_OPERANDS & 1u) != 0u : pc.a != 0UL)
 #define HAS_B (SPEC ? (SPEC_OPERANDS & 2u) != 0u : pc.b != 0UL)

@@ -46,7 +46,7 @@ void main() {
   int64_t bt = int64_t(z / uint64_t(gemm_parts()));
   uint k_lo, k_hi;
   gemm_k_range(z, k_lo, k_hi);
-  uint dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
+  uint dta = (DTYPES >> 8) & 0xffu, dtb = (DTYPES >> 16) & 0xffu;
   int64_t ea = int64_t(dsize(dta)), eb = int64_t(dsize(dtb));
   uint64_t abase = pc.a + uint64_t(bt * int64_t(pc.sa[0]) * ea);
   uint64_t bbase = pc.b + uint64_t(bt * int64_t(pc.sb[0]) * eb);

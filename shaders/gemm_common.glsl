@@ -1,6 +1,7 @@
 // What every gemm pipeline shares (shaders/gemm*.comp): the epilogue, the split K's chunks and
 // partial sums, and the layout flags lower_gemm.cpp puts in the high bits of pc.parts.
 // Include after common.glsl with PC_GEMM defined.
+#include "spec_dtypes.glsl"
 #define GEMM_PARTS_MASK 0xfffffu
 // Operands whose tiles can be read as whole aligned words along a contiguous dimension
 // (interior tiles only; edge tiles and other layouts take the strided path).
@@ -27,7 +28,7 @@ void gemm_k_range(uint64_t z, out uint lo, out uint hi) {
 
 // C[b, gm, gn] = alpha * acc (+ beta * bias): the epilogue of every pipeline.
 void store_c(int64_t bt, uint gm, uint gn, T acc) {
-  uint dtc = pc.dtypes & 0xffu, dtbias = (pc.dtypes >> 24) & 0xffu;
+  uint dtc = DTYPES & 0xffu, dtbias = (DTYPES >> 24) & 0xffu;
   T v = from_raw(pc.alpha) * acc;
   if (pc.bias != 0UL) {  // no bias: C's old contents (maybe NaN) never enter
     int64_t o = bt * pc.sbias[0] + int64_t(gm) * pc.sbias[1] + int64_t(gn) * pc.sbias[2];

@@ -38,7 +38,7 @@ void main() {
   int64_t bt = int64_t(z / uint64_t(gemm_parts()));
   uint k_lo, k_hi;
   gemm_k_range(z, k_lo, k_hi);
-  uint dta = (pc.dtypes >> 8) & 0xffu, dtb = (pc.dtypes >> 16) & 0xffu;
+  uint dta = (DTYPES >> 8) & 0xffu, dtb = (DTYPES >> 16) & 0xffu;
   uint64_t abase = pc.a + uint64_t(bt * int64_t(pc.sa[0]) * int64_t(dsize(dta)));
   uint64_t bbase = pc.b + uint64_t(bt * int64_t(pc.sb[0]) * int64_t(dsize(dtb)));
   uint flags = gemm_flags();

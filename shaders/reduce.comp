@@ -5,6 +5,7 @@
 #define PC_REDUCE
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
+#include "spec_dtypes.glsl"
 
 layout(local_size_x = 128) in;
 
@@ -70,7 +71,7 @@ int64_t red_offset(uint r) {
 const uint kUnroll = 8u;
 
 void finish(uint k, T v, uint idx) {
-  uint dto = pc.dtypes & 0xffu;
+  uint dto = DTYPES & 0xffu;
   if (is_arg()) { st_u64(pc.dst + uint64_t(k) * 8UL, uint64_t(idx)); return; }
 #if !defined(CT_I64)
   if (OP == OP_MEAN) v = pc.n_red == 0u ? nan_T() : v / T(pc.n_red);
@@ -127,7 +128,7 @@ void combine_partials(uint64_t k) {
 }
 
 void main() {
-  uint dti = (pc.dtypes >> 8) & 0xffu;
+  uint dti = (DTYPES >> 8) & 0xffu;
   uint64_t esz = uint64_t(dsize(dti));
   uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);
   if (pc.pass == 2u) {

@@ -5,6 +5,7 @@
 #version 460
 #define PC_SOFTMAX
 #include "common.glsl"
+#include "spec_dtypes.glsl"
 
 layout(local_size_x = 128) in;
 
@@ -48,7 +49,7 @@ void main() {
   if (row >= nrows) return;  // whole group: uniform
   uint tid = gl_LocalInvocationID.x;
   uint o = uint(row / uint64_t(pc.inner)), in_ = uint(row % uint64_t(pc.inner));
-  uint dt0 = pc.dtypes & 0xffu, dt1 = (pc.dtypes >> 8) & 0xffu, dt2 = (pc.dtypes >> 16) & 0xffu;
+  uint dt0 = DTYPES & 0xffu, dt1 = (DTYPES >> 8) & 0xffu, dt2 = (DTYPES >> 16) & 0xffu;
   int64_t e0 = int64_t(dsize(dt0)), e1 = int64_t(dsize(dt1)), e2 = int64_t(dsize(dt2));
   uint64_t b0 = pc.t0 + uint64_t((int64_t(o) * pc.s0[0] + int64_t(in_) * pc.s0[2]) * e0);
   uint64_t b1 = pc.t1 + uint64_t((int64_t(o) * pc.s1[0] + int64_t(in_) * pc.s1[2]) * e1);

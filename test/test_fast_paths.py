@@ -302,3 +302,36 @@ def test_elementwise_specialized_pipelines_same_bytes(dtype):
     for (spec, name, path), v in got.items():
         if spec == 1:
             assert _bits_eq(v, got[(0, name, path)]), f"{name} {dtype} {path}: the specialized pipeline's bytes differ"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64], ids=str)
+def test_dtype_specialized_pipelines_same_bytes(dtype):
+    """reduce, softmax and every gemm pipeline (gemv, small, large, split K and its sum pass) take
+    the dtypes word as specialization constant 1 on GPUs (shaders/spec_dtypes.glsl): forced on and
+    off here over the same inputs, the bytes must be the same."""
+    import vkml_torch
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(130, 67, generator=g).to(dtype)
+    a, b = torch.randn(130, 40, generator=g).to(dtype), torch.randn(40, 70, generator=g).to(dtype)
+    ka, kb = torch.randn(8, 2304, generator=g).to(dtype), torch.randn(2304, 8, generator=g).to(dtype)
+    v = torch.randn(40, generator=g).to(dtype)
+    fns = {"sum rows": lambda: x.to(DEV).sum(-1), "sum cols": lambda: x.to(DEV).sum(0), "amax": lambda: x.to(DEV).amax(-1),
+           "mean all": lambda: x.to(DEV).mean(), "softmax": lambda: x.to(DEV).softmax(-1),
+           "log_softmax cols": lambda: x.to(DEV).log_softmax(0),
+           "softmax backward": lambda: torch.ops.aten._softmax_backward_data(x.to(DEV), x.to(DEV).softmax(-1), -1, dtype),
+           "mm large": lambda: a.to(DEV) @ b.to(DEV), "mm small": lambda: a[:20].to(DEV) @ b.to(DEV),
+           "mm split K": lambda: ka.to(DEV) @ kb.to(DEV), "mv": lambda: a.to(DEV) @ v.to(DEV),
+           "addmm": lambda: torch.addmm(b[0].to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2),
+           "bmm": lambda: torch.bmm(a.reshape(2, 65, 40).to(DEV), b[:, :8].reshape(1, 40, 8).expand(2, 40, 8).to(DEV))}
+    if dtype == torch.float64:
+        fns["sum int64"] = lambda: x.to(torch.int64).to(DEV).sum(-1)
+    got = {}
+    for spec in (0, 1):
+        vkml_torch._C._set_specialize(spec)
+        try:
+            for name, fn in fns.items():
+                got[(spec, name)] = fn().cpu()
+        finally:
+            vkml_torch._C._set_specialize(-1)
+    for name in fns:
+        assert _bits_eq(got[(1, name)], got[(0, name)]), f"{name} {dtype}: the specialized pipeline's bytes differ"

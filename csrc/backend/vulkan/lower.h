@@ -104,6 +104,19 @@ inline uint32_t specialize_after(const Limits& lim) {
   return env().specialize >= 0 ? uint32_t(env().specialize) : lim.specialize_after;
 }
 
+// Offers the pipelines of out[0..count) specialized to the dtypes word of their push constants
+// (shaders/spec_dtypes.glsl's constant 1), where the device's policy asks for it. Returns count.
+inline int spec_dtypes(Dispatch* out, int count, const Limits& lim, uint32_t dtypes) {
+  if (const uint32_t after = specialize_after(lim)) {
+    for (int k = 0; k < count; ++k) {
+      out[k].specialize(out[k].shader[0] ? out[k].shader : out[0].shader, after);  // (build() fills empty names)
+      out[k].spec[0] = dtypes;
+      out[k].nspec = 1;
+    }
+  }
+  return count;
+}
+
 inline bool fits_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
 // Spreads `groups` over a 2-D grid within the device's group-count limits.

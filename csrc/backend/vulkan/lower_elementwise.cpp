@@ -103,10 +103,7 @@ int lower_elementwise(const Node& n, const Limits& lim, Dispatch* out, std::stri
   put(out[0], p);
   // The dtypes, the path and which operands exist as constants of the pipeline (elementwise.comp's
   // SPEC_*): the driver folds every dtype switch and the path choice.
-  const uint32_t after = specialize_after(lim);
-  if (!after) return 1;
-  out[0].specialize(out[0].shader, after);
-  out[0].spec[0] = p.dtypes;
+  if (!spec_dtypes(out, 1, lim, p.dtypes) || !out[0].nspec) return 1;
   out[0].spec[1] = p.flags;
   out[0].spec[2] = (p.a ? 1u : 0u) | (p.b ? 2u : 0u);
   out[0].nspec = 3;

@@ -132,14 +132,14 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   p.parts = uint32_t(parts) | flags << kFlagShift;
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  if (parts == 1) return 1;
+  if (parts == 1) return spec_dtypes(out, 1, lim, p.dtypes);
   // Then one invocation per output sums its chunks in order (shaders/gemm.comp OP_GEMM_SUM).
   if (!set_shader(out[1], "gemm", c, lim, why)) return -1;
   out[1].opcode = OP_GEMM_SUM;
   if (!grid2((uint64_t(B) * uint64_t(M) * uint64_t(N) + kGroup - 1) / kGroup, lim, out[1]))
     return why = "too many groups", -1;
   put(out[1], p);
-  return 2;
+  return spec_dtypes(out, 2, lim, p.dtypes);
 }
 
 

@@ -62,13 +62,13 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     p.pass = 2;
     if (!grid2(uint64_t(n_out), lim, out[1])) return why = "too many groups", -1;
     put(out[1], p);
-    return 2;
+    return spec_dtypes(out, 2, lim, p.dtypes);
   }
   // The shader runs one invocation per output exactly when the grid has fewer groups than outputs.
   uint64_t groups = n_red <= kShortRow && n_out > 1 ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  return 1;
+  return spec_dtypes(out, 1, lim, p.dtypes);
 }
 
 

@@ -42,11 +42,11 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
       if (!grid2(pass == 2 ? rows : rows * uint64_t(parts), lim, d)) return why = "too many groups", -1;
       put(d, p);
     }
-    return 3;
+    return spec_dtypes(out, 3, lim, p.dtypes);
   }
   if (!grid2(rows, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  return 1;
+  return spec_dtypes(out, 1, lim, p.dtypes);
 }
 
 
