@@ -127,3 +127,29 @@ def test_pending_bound_env():
     assert int(peak) <= 50, f"VKML_MAX_PENDING=50 but {peak} nodes were pending"
     assert int(submits) >= 3, f"200 nodes with a bound of 50 flushed only {submits} times before observation"
     assert ok == "True"
+
+
+def test_nodes_alike_but_for_address_alignment_or_strides():
+    """Recording remembers the last elementwise nodes it accepted (backend/vulkan/lower.cpp
+    can_lower) and skips the lowering for their like. Nodes that differ only in what that memory
+    must tell apart (the address's alignment, which picks the vectorised path; strides; sizes;
+    dtypes; a scalar instead of a tensor) follow each other here, and every result must still be
+    torch CPU's, bit for bit (float32 add and mul are correctly rounded on both). The memory only
+    decides acceptance (submit lowers every node again), so what this can catch is a result that
+    changes when recording takes the remembered answer. The elementwise lowering refuses only
+    nodes over gigabytes (strided byte offsets past 2^31), too big for the CI device, so the key's
+    parts are checked by reading, not here."""
+    src = torch.randn(4099, generator=torch.Generator().manual_seed(5))
+    x = src.to(DEV)
+    cases = []
+    for rnd in range(2):
+        for off in (0, 1, 2, 4, 1, 0):                      # aligned, misaligned, aligned again
+            cases.append((lambda t, o=off: t[o:o + 4000] + t[o + 3:o + 4003], None))
+        cases.append((lambda t: t[:4000:2] + t[1:4001:2], None))  # strided
+        cases.append((lambda t: t[:4000].view(40, 100).t() * t[:40], None))  # transposed, broadcast
+        cases.append((lambda t: t[:4000] + 2.5, None))      # scalar b
+        cases.append((lambda t: t[:4000].double() + t[1:4001].double(), None))
+        cases.append((lambda t: t[:0] + t[:0], None))        # empty
+    outs = [f(x) for f, _ in cases]
+    for (f, _), got in zip(cases, outs):
+        assert_exact(got, f(src))
