@@ -96,9 +96,10 @@ def profile_cases(cases, vk, args):
             sync()
             with vk.profile() as p:
                 for _ in range(args.steps):
-                    step()
+                    out = step()  # held until the synchronize (bench/timing.py measure says why)
                     if c.opts.get("sync_each"):
                         sync()
+                    del out
         finally:
             vk.set_fuse(on)
         print(f"\n{c.name}: {args.steps} step(s) profiled")

@@ -54,13 +54,20 @@ def fmt_numel(n):
 
 
 # ---- elementwise, reductions, normalisation -------------------------------------------------------
+# Elementwise cases end each step with a synchronize, its result still held: unsynchronized, vkml
+# would fuse the steps of a run and skip the stores that a later step overwrites or that nobody
+# holds (2026-12-05 on the H100: "add 64M" at 15 TB/s, past the card's 3.35), timing less work
+# than the case names. CUDA's side synchronizes the same way.
+SYNC_EACH = {"sync_each": True}
+
+
 def add_case(numel):
     def build(dev):
         a, b = _rand(numel, dev=dev), _rand(numel, dev=dev, seed=1)
         c = torch.empty(numel, device=dev)
         return lambda: torch.add(a, b, out=c)
     return Case(f"add {fmt_numel(numel)} f32", "elementwise", "GB/s", 12 * numel, build, "add",
-                note="2 reads + 1 write")
+                note="2 reads + 1 write; synchronized each step", opts=SYNC_EACH)
 
 
 def chain8_case(numel, fuse=True):
@@ -83,8 +90,8 @@ def chain8_case(numel, fuse=True):
         return step
     return Case(f"chain of 8 elementwise {fmt_numel(numel)} f32" + ("" if fuse else UNFUSED), "elementwise",
                 "GB/s", 8 * numel, build, "chain8" if fuse else "chain8-unfused",
-                note="counts 1 read + 1 write: the bytes a fused kernel moves" if fuse else "",
-                fuse=fuse, counts=per_step)
+                note="counts 1 read + 1 write: the bytes a fused kernel moves; synchronized each step",
+                fuse=fuse, counts=per_step, opts=SYNC_EACH)
 
 
 UNFUSED = ", unfused (vkml fusion off)"
@@ -95,7 +102,8 @@ def dropout_case(numel):
         x = _rand(numel, dev=dev)
         return lambda: F.dropout(x, 0.1, training=True)
     return Case(f"dropout p=0.1 {fmt_numel(numel)} f32", "elementwise", "GB/s", 8 * numel, build, "dropout",
-                note="counts 1 read + 1 write; random numbers drawn where the device draws them")
+                note="counts 1 read + 1 write; random numbers drawn where the device draws them; "
+                "synchronized each step", opts=SYNC_EACH)
 
 
 def randn_case(rows, cols):

@@ -26,11 +26,17 @@ def measure(step, dev, repeats=5, min_time=0.05, budget=20.0, warmup=2, warm_tim
     steps or warm_time seconds, and on a GPU (vkml, cuda) steps for at least gpu_warm seconds: the
     H200 measured a 4096 matmul at 5.8 TFLOP/s in a process's first 0.1 s and at 29 in the next
     process (clocks ramping up; docs/performance.md). A first step slower than budget / 3 skips the case (value None);
-    timed runs stop once budget is spent (the note says of how many runs the median is)."""
+    timed runs stop once budget is spent (the note says of how many runs the median is).
+
+    A step's result is held until the synchronize that ends it under sync_each (and in the
+    warm-up): vkml's fusion skips the stores of results freed before their batch runs (dead), so a
+    step whose result is dropped at once, or whose output the next step overwrites, would be timed
+    without its writes. Cases that time one op's bandwidth set sync_each (bench/cases.py)."""
     sync = sync_fn(dev)
     t0 = time.perf_counter()
-    step()
+    out = step()
     sync()
+    del out
     first = time.perf_counter() - t0
     if first > budget / 3:
         return None, f"skipped: the first step took {first:.1f} s (--budget {budget:g} s)"
@@ -38,8 +44,9 @@ def measure(step, dev, repeats=5, min_time=0.05, budget=20.0, warmup=2, warm_tim
     floor = min(gpu_warm, budget / 3) if dev.type in ("vkml", "cuda") else 0.0
     while done < 2 or (done < warmup and time.perf_counter() - t0 < warm_time) or time.perf_counter() - t0 < floor:
         t1 = time.perf_counter()
-        step()
+        out = step()
         sync()
+        del out
         last = time.perf_counter() - t1
         done += 1
     iters = max(1, min(10000, int(min_time / max(last, 1e-9))))
@@ -47,9 +54,10 @@ def measure(step, dev, repeats=5, min_time=0.05, budget=20.0, warmup=2, warm_tim
     for _ in range(repeats):
         t1 = time.perf_counter()
         for _ in range(iters):
-            step()
+            out = step()
             if sync_each:
                 sync()
+            del out
         if sync_in_timing:
             sync()
         dt = time.perf_counter() - t1
