@@ -142,14 +142,14 @@ def test_nodes_alike_but_for_address_alignment_or_strides():
     src = torch.randn(4099, generator=torch.Generator().manual_seed(5))
     x = src.to(DEV)
     cases = []
-    for rnd in range(2):
+    for _ in range(2):
         for off in (0, 1, 2, 4, 1, 0):                      # aligned, misaligned, aligned again
-            cases.append((lambda t, o=off: t[o:o + 4000] + t[o + 3:o + 4003], None))
-        cases.append((lambda t: t[:4000:2] + t[1:4001:2], None))  # strided
-        cases.append((lambda t: t[:4000].view(40, 100).t() * t[:40], None))  # transposed, broadcast
-        cases.append((lambda t: t[:4000] + 2.5, None))      # scalar b
-        cases.append((lambda t: t[:4000].double() + t[1:4001].double(), None))
-        cases.append((lambda t: t[:0] + t[:0], None))        # empty
-    outs = [f(x) for f, _ in cases]
-    for (f, _), got in zip(cases, outs):
+            cases.append(lambda t, o=off: t[o:o + 4000] + t[o + 3:o + 4003])
+        cases.append(lambda t: t[:4000:2] + t[1:4001:2])     # strided
+        cases.append(lambda t: t[:4000].view(40, 100).t() * t[:40])  # transposed, broadcast
+        cases.append(lambda t: t[:4000] + 2.5)               # scalar b
+        cases.append(lambda t: t[:4000].double() + t[1:4001].double())
+        cases.append(lambda t: t[:0] + t[:0])                 # empty
+    outs = [f(x) for f in cases]
+    for f, got in zip(cases, outs):
         assert_exact(got, f(src))

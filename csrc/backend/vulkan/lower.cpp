@@ -108,28 +108,28 @@ Result<int> lower(const Node& n, const Limits& lim, Dispatch* out) {
 namespace {
 
 // What decides whether an elementwise node lowers (lower_elementwise.cpp): the op, the compute
-// dtype, which operands exist, their dtypes, sizes and strides, and the low bits of their addresses
-// (alignment picks the vectorised path, which decides whether byte offsets must fit 32 bits); not
-// the rest of the addresses or the scalar values. The args' flags are kept too.
+// dtype, the args' flags, and each operand's presence, dtype, sizes, strides and the low bits of
+// its address (alignment picks the vectorised path, which decides whether byte offsets must fit
+// 32 bits); not the rest of the addresses, nor the scalars. A refusal there that reads anything
+// else must be added here.
 struct EwKey {
+  static constexpr uint64_t kLowBits = 0xFFF;
   const Limits* lim = nullptr;
   OpId op = OpId::count_;
   uint8_t nout = 0, nin = 0;
   DType compute = DType::f32;
   bool scalar_b = false, round_scalars = false, reads_out = false;
-  TensorDesc t[3];
+  TensorDesc t[3];  // addresses masked to kLowBits, with bit 63 marking a present operand
 
-  static constexpr uint64_t kLowBits = 0xFFF;
+  static uint64_t masked(uint64_t addr) { return addr ? (addr & kLowBits) | (uint64_t(1) << 63) : 0; }
   bool same(const Node& n, const Limits& l) const {
     if (n.op != op || &l != lim || n.nout != nout || n.nin != nin || n.compute != compute) return false;
     const auto& a = n.as<ElementwiseArgs>();
     if (a.scalar_b != scalar_b || a.round_scalars != round_scalars || a.reads_out != reads_out) return false;
     for (int k = 0; k < nout + nin; ++k) {
       const TensorDesc &x = n.t[k], &y = t[k];
-      if ((x.addr & kLowBits) != y.addr || (x.addr == 0) != (y.ndim == 0xFF) || x.dtype != y.dtype) return false;
-      const int nd = x.ndim;
-      if (nd != (y.ndim == 0xFF ? 0 : y.ndim)) return false;
-      for (int d = 0; d < nd; ++d)
+      if (masked(x.addr) != y.addr || x.dtype != y.dtype || x.ndim != y.ndim) return false;
+      for (int d = 0; d < x.ndim; ++d)
         if (x.sizes[d] != y.sizes[d] || x.strides[d] != y.strides[d]) return false;
     }
     return true;
@@ -146,8 +146,7 @@ struct EwKey {
     reads_out = a.reads_out;
     for (int k = 0; k < nout + nin; ++k) {
       t[k] = n.t[k];
-      t[k].addr &= kLowBits;
-      if (n.t[k].addr == 0) t[k].ndim = 0xFF;  // absent: only an absent operand matches
+      t[k].addr = masked(n.t[k].addr);
     }
   }
 };
@@ -157,7 +156,7 @@ struct EwKey {
 bool can_lower(const Node& n, const Limits& lim) {
   // Recording asks this for every node, and runs of one op over one shape are the common case:
   // the last few elementwise nodes accepted are remembered, so that their like skips the lowering
-  // (about a tenth of what recording a tiny op costs, docs/performance.md). Acceptance only:
+  // (about 6% of what recording a tiny op costs, docs/performance.md). Acceptance only:
   // lower() still builds every node at submit.
   static thread_local EwKey seen[8];
   static thread_local unsigned next = 0;

@@ -42,6 +42,8 @@ uint32_t fast_path_flags(int nd, const int64_t (*st)[kMaxDims], const TensorDesc
 
 }  // namespace
 
+// Whether this refuses a node is remembered at record time by what it reads (EwKey in lower.cpp):
+// a new refusal that depends on anything else must be added there.
 int lower_elementwise(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   using A = ElementwiseArgs;
   const A& args = n.as<A>();
