@@ -7,6 +7,7 @@
 // operand with k contiguous. Column layout (GEMM_GEMV_COLS, 32 outputs x 4 lanes): consecutive
 // invocations read consecutive outputs, for a matrix operand contiguous along the outputs.
 #version 460
+#extension GL_EXT_control_flow_attributes : require
 #define PC_GEMM
 #include "common.glsl"
 #include "gemm_common.glsl"
@@ -34,7 +35,17 @@ void main() {
     uint dta = (DTYPES >> 8) & 0xffu, dtb = (DTYPES >> 16) & 0xffu;
     uint64_t abase = pc.a + uint64_t(bt * int64_t(pc.sa[0]) * int64_t(dsize(dta)));
     uint64_t bbase = pc.b + uint64_t(bt * int64_t(pc.sb[0]) * int64_t(dsize(dtb)));
-    for (uint k = lo + lane; k < hi; k += lanes)
+    // 8 steps' loads issued together, then added in order (the same sum as one step at a time)
+    uint k = lo + lane;
+    for (; k + 7u * lanes < hi; k += 8u * lanes) {
+      T av[8], bv[8];
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) {
+        av[u] = gemm_ld(abase, int64_t(gm), int64_t(k + u * lanes), pc.sa[1], pc.sa[2], dta);
+        bv[u] = gemm_ld(bbase, int64_t(k + u * lanes), int64_t(gn), pc.sb[1], pc.sb[2], dtb);
+      }
+      [[unroll]] for (uint u = 0u; u < 8u; ++u) acc = fma(av[u], bv[u], acc);
+    }
+    for (; k < hi; k += lanes)
       acc = fma(gemm_ld(abase, int64_t(gm), int64_t(k), pc.sa[1], pc.sa[2], dta),
                 gemm_ld(bbase, int64_t(k), int64_t(gn), pc.sb[1], pc.sb[2], dtb), acc);
   }

@@ -17,6 +17,12 @@ const uint DX = 0u, DW = 1u, DB = 2u, DY = 3u, BX = 4u, BW = 5u, BMEAN = 6u, BST
 
 NormParams p;
 uint tid;
+
+// Specialization constant 1 (GPUs: lower_norm.cpp): the dtypes of slots 0-7, 4 bits each, so the
+// driver folds the dtype switches of their loads and stores; unset (CPU devices,
+// VKML_SPECIALIZE=0), and for slots 8-9, the parameter block's.
+layout(constant_id = 1) const uint SPEC_DTYPES = 0xffffffffu;
+uint dt_of(uint k) { return SPEC_DTYPES != 0xffffffffu && k < 8u ? (SPEC_DTYPES >> (4u * k)) & 15u : p.dt[k]; }
 bool per_channel;
 uint K;  // channels per group (per-sample mode)
 
@@ -66,14 +72,14 @@ void acc_total(out T a, out T b) {
 bool has(uint k) { return p.t[k] != 0UL; }
 uint64_t addr3(uint k, uint a, uint c, uint s) {
   int64_t off = int64_t(a) * p.st[3u * k] + int64_t(c) * p.st[3u * k + 1u] + int64_t(s) * p.st[3u * k + 2u];
-  return p.t[k] + uint64_t(off * int64_t(dsize(p.dt[k])));
+  return p.t[k] + uint64_t(off * int64_t(dsize(dt_of(k))));
 }
-uint64_t addr1(uint k, uint i) { return p.t[k] + uint64_t(int64_t(i) * p.st[3u * k] * int64_t(dsize(p.dt[k]))); }
-T ld3(uint k, uint a, uint c, uint s) { return load_T(addr3(k, a, c, s), p.dt[k]); }
-T ld1(uint k, uint i) { return load_T(addr1(k, i), p.dt[k]); }
+uint64_t addr1(uint k, uint i) { return p.t[k] + uint64_t(int64_t(i) * p.st[3u * k] * int64_t(dsize(dt_of(k)))); }
+T ld3(uint k, uint a, uint c, uint s) { return load_T(addr3(k, a, c, s), dt_of(k)); }
+T ld1(uint k, uint i) { return load_T(addr1(k, i), dt_of(k)); }
 T ld1_or(uint k, uint i, T dflt) { return has(k) ? ld1(k, i) : dflt; }
-void st3(uint k, uint a, uint c, uint s, T v) { store_T(addr3(k, a, c, s), p.dt[k], v); }
-void st1(uint k, uint i, T v) { if (has(k)) store_T(addr1(k, i), p.dt[k], v); }
+void st3(uint k, uint a, uint c, uint s, T v) { store_T(addr3(k, a, c, s), dt_of(k), v); }
+void st1(uint k, uint i, T v) { if (has(k)) store_T(addr1(k, i), dt_of(k), v); }
 
 // 1/sqrt(v) with IEEE special cases (GLSL leaves inversesqrt(v <= 0) undefined).
 T rsqrt_T(T v) {
@@ -85,7 +91,7 @@ T rsqrt_T(T v) {
 
 // Element r of statistics group g: its sample a, channel c and position s.
 void locate(uint g, uint r, out uint a, out uint c, out uint s) {
-  uint q = r / p.S;
+  uint q = p.S == 1u ? r : r / p.S;  // S = 1: layer norm, no division
   s = r - q * p.S;
   if (per_channel) { a = q; c = g; }
   else { a = g / p.G; c = (g % p.G) * K + q; }
@@ -108,6 +114,23 @@ void push_trip(uint nv) {
 }
 
 // ---- forward ----------------------------------------------------------------------------------
+const uint kCacheTrips = 8u;  // groups of up to 8 trips (4,096 elements) are read once
+T xc[kCacheTrips * kUnroll];
+bool cached = false;
+
+// Group norm folds the statistics into a scale and bias per channel, as torch does (so an
+// infinite weight gives torch's NaNs); layer and batch norm keep (x - mean) * rstd * w + b,
+// torch CUDA's batch norm form (more accurate than the CPU's folded one for a large mean).
+T norm_out(T x, T mean, T rstd, T w, T b, bool folded) {
+  if (folded) {  // group norm: torch's CPU and CUDA kernels alike, y = x * scale + bias
+    precise T sc = rstd * w;
+    precise T bi = -sc * mean + b;
+    precise T yf = sc * x + bi;
+    return yf;
+  }
+  return (x - mean) * rstd * w + b;
+}
+
 void forward(uint g, uint R) {
   const T eps = from_raw(p.eps);
   T mean, rstd;
@@ -117,33 +140,64 @@ void forward(uint g, uint R) {
     rstd = rsqrt_T(ld1(RVAR, g) + eps);
   } else {
     // Corrected two-pass: mean m0, then sums of d = x - m0 and d^2; the correction removes the
-    // error of m0 from both the mean and the variance (Chan, Golub, LeVeque).
+    // error of m0 from both the mean and the variance (Chan, Golub, LeVeque). A group of up to
+    // kCacheTrips trips is read once, into registers (all its loads issued together); the
+    // elements are visited in the same order either way.
+    cached = R <= kCacheTrips * 128u * kUnroll;
     pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
-      uint nv = 0u;
-      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-        uint r = r0 + u * 128u + tid;
-        if (r < R) { locate(g, r, a, c, s); q_a[u] = ld3(X, a, c, s); q_b[u] = T(0); ++nv; }
+    if (cached) {
+      [[unroll]] for (uint i = 0u; i < kCacheTrips * kUnroll; ++i) {
+        uint r = (i / kUnroll) * 128u * kUnroll + (i % kUnroll) * 128u + tid;
+        xc[i] = T(0);
+        if (r < R) { locate(g, r, a, c, s); xc[i] = ld3(X, a, c, s); }
       }
-      push_trip(nv);
+      [[unroll]] for (uint t = 0u; t < kCacheTrips; ++t) {
+        uint nv = 0u;
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u)
+          if (t * 128u * kUnroll + u * 128u + tid < R) { q_a[u] = xc[t * kUnroll + u]; q_b[u] = T(0); ++nv; }
+        push_trip(nv);
+      }
+    } else {
+      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+        uint nv = 0u;
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+          uint r = r0 + u * 128u + tid;
+          if (r < R) { locate(g, r, a, c, s); q_a[u] = ld3(X, a, c, s); q_b[u] = T(0); ++nv; }
+        }
+        push_trip(nv);
+      }
     }
     T s1, unused;
     acc_total(s1, unused);
     const T m0 = s1 / T(R);
     pn = 0u;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
-      uint nv = 0u;
-      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-        uint r = r0 + u * 128u + tid;
-        if (r < R) {
-          locate(g, r, a, c, s);
-          T d = ld3(X, a, c, s) - m0;
-          q_a[u] = d;
-          q_b[u] = d * d;
-          ++nv;
-        }
+    if (cached) {
+      [[unroll]] for (uint t = 0u; t < kCacheTrips; ++t) {
+        uint nv = 0u;
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u)
+          if (t * 128u * kUnroll + u * 128u + tid < R) {
+            T d = xc[t * kUnroll + u] - m0;
+            q_a[u] = d;
+            q_b[u] = d * d;
+            ++nv;
+          }
+        push_trip(nv);
       }
-      push_trip(nv);
+    } else {
+      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+        uint nv = 0u;
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+          uint r = r0 + u * 128u + tid;
+          if (r < R) {
+            locate(g, r, a, c, s);
+            T d = ld3(X, a, c, s) - m0;
+            q_a[u] = d;
+            q_b[u] = d * d;
+            ++nv;
+          }
+        }
+        push_trip(nv);
+      }
     }
     T t1, t2;
     acc_total(t1, t2);
@@ -173,27 +227,25 @@ void forward(uint g, uint R) {
     }
   }
   const T wc = per_channel ? ld1_or(W, g, T(1)) : T(1), bc = per_channel ? ld1_or(B, g, T(0)) : T(0);
-  // Group norm folds the statistics into a scale and bias per channel, as torch does (so an
-  // infinite weight gives torch's NaNs); layer and batch norm keep (x - mean) * rstd * w + b,
-  // torch CUDA's batch norm form (more accurate than the CPU's folded one for a large mean).
   const bool folded = !per_channel && (p.flags & NORM_LAYER) == 0u;
+  if (cached) {
+    [[unroll]] for (uint i = 0u; i < kCacheTrips * kUnroll; ++i) {
+      uint r = (i / kUnroll) * 128u * kUnroll + (i % kUnroll) * 128u + tid;
+      if (r < R) {
+        locate(g, r, a, c, s);
+        st3(Y, a, c, s, norm_out(xc[i], mean, rstd, per_channel ? wc : ld1_or(W, c, T(1)),
+                                 per_channel ? bc : ld1_or(B, c, T(0)), folded));
+      }
+    }
+    return;
+  }
   for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
       uint r = r0 + u * 128u + tid;
       if (r < R) {
         locate(g, r, a, c, s);
-        const T w = per_channel ? wc : ld1_or(W, c, T(1)), b = per_channel ? bc : ld1_or(B, c, T(0));
-        const T x = ld3(X, a, c, s);
-        T y;
-        if (folded) {  // group norm: torch's CPU and CUDA kernels alike, y = x * scale + bias
-          precise T sc = rstd * w;
-          precise T bi = -sc * mean + b;
-          precise T yf = sc * x + bi;
-          y = yf;
-        } else {
-          y = (x - mean) * rstd * w + b;
-        }
-        st3(Y, a, c, s, y);
+        st3(Y, a, c, s, norm_out(ld3(X, a, c, s), mean, rstd, per_channel ? wc : ld1_or(W, c, T(1)),
+                                 per_channel ? bc : ld1_or(B, c, T(0)), folded));
       }
     }
 }

@@ -1,9 +1,12 @@
 // variants: f32 f64
 // log_softmax / softmax and their backwards over rows of length D in an [outer, D, inner] view.
 // One workgroup per row (rows over 65536: per chunk, then per row, then per chunk: passes 1-3);
-// max-subtracted; fixed-order tree sums.
+// max-subtracted; fixed-order tree sums. A row of up to kCached elements (pass 0) is read once,
+// into registers (32 per invocation, unrolled so that all its loads are in flight together); its
+// elements are visited in the same order either way, so both give the same bytes.
 #version 460
 #define PC_SOFTMAX
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "spec_dtypes.glsl"
 
@@ -40,6 +43,16 @@ void put_pair(uint64_t j, T a, T b) {
 }
 T pair_a(uint64_t j) { return load_T(pair_at(j), DT_PARTIAL); }
 T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
+
+// Element d = tid + 128 k (k < NC) of the row: cached rows hold it at c[k].
+const uint kCached = 4096u;
+#define NC 32
+void load_row(uint64_t b, int64_t step, uint dt, uint hi, out T c[NC]) {
+  [[unroll]] for (uint k = 0u; k < NC; ++k) {
+    uint d = gl_LocalInvocationID.x + 128u * k;
+    c[k] = d < hi ? load_T(b + uint64_t(int64_t(d) * step), dt) : T(0);
+  }
+}
 
 void main() {
   const uint64_t nrows = uint64_t(pc.outer) * uint64_t(pc.inner);
@@ -80,6 +93,8 @@ void main() {
     return;
   }
 
+  const bool cached = pc.pass == 0u && hi <= kCached;
+  T c[NC], c2[NC];
   if (fwd) {
     T m, s;
     if (pc.pass == 3u) {
@@ -87,10 +102,19 @@ void main() {
       s = pair_b(row_pair);
     } else {
       m = -inf_T();
-      for (uint d = lo + tid; d < hi; d += 128u) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
+      if (cached) {
+        load_row(b1, d1, dt1, hi, c);
+        [[unroll]] for (uint k = 0u; k < NC; ++k) if (tid + 128u * k < hi) m = max_nan(m, c[k]);
+      } else {
+        for (uint d = lo + tid; d < hi; d += 128u) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
+      }
       m = group_reduce(m, true);
       s = T(0);
-      for (uint d = lo + tid; d < hi; d += 128u) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
+      if (cached) {
+        [[unroll]] for (uint k = 0u; k < NC; ++k) if (tid + 128u * k < hi) s += exp_T(c[k] - m);
+      } else {
+        for (uint d = lo + tid; d < hi; d += 128u) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
+      }
       s = group_reduce(s, false);
       if (pc.pass == 1u) {
         if (tid == 0u) put_pair(gi, m, s);
@@ -98,26 +122,47 @@ void main() {
       }
     }
     T ls = log_T(s), inv = T(1) / s;
+    if (cached) {
+      [[unroll]] for (uint k = 0u; k < NC; ++k) {
+        uint d = tid + 128u * k;
+        T x = c[k] - m;
+        if (d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
+      }
+      return;
+    }
     for (uint d = lo + tid; d < hi; d += 128u) {
       T x = load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m;
       store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
     }
-  } else {  // OP_LOG_SOFTMAX_BWD, OP_SOFTMAX_BWD: t1 = grad_out, t2 = forward output
+  } else {  // OP_LOG_SOFTMAX_BWD, OP_SOFTMAX_BWD: t1 = grad_out (c), t2 = forward output (c2)
     bool lsm = OP == OP_LOG_SOFTMAX_BWD;
     T s;
     if (pc.pass == 3u) {
       s = pair_b(row_pair);  // pass 2 stores (max, sum): the sum
     } else {
       s = T(0);
-      for (uint d = lo + tid; d < hi; d += 128u) {
-        T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
-        s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
+      if (cached) {
+        load_row(b1, d1, dt1, hi, c);
+        load_row(b2, d2, dt2, hi, c2);
+        [[unroll]] for (uint k = 0u; k < NC; ++k) if (tid + 128u * k < hi) s += lsm ? c[k] : c[k] * c2[k];
+      } else {
+        for (uint d = lo + tid; d < hi; d += 128u) {
+          T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
+          s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
+        }
       }
       s = group_reduce(s, false);
       if (pc.pass == 1u) {
         if (tid == 0u) put_pair(gi, s, T(0));
         return;
       }
+    }
+    if (cached) {
+      [[unroll]] for (uint k = 0u; k < NC; ++k) {
+        uint d = tid + 128u * k;
+        if (d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? c[k] - exp_T(c2[k]) * s : c2[k] * (c[k] - s));
+      }
+      return;
     }
     for (uint d = lo + tid; d < hi; d += 128u) {
       T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);

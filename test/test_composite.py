@@ -164,3 +164,29 @@ def test_mse_loss_matches_cpu(reduction):
     ref.sum().backward()
     got.sum().backward()
     assert_exact(av.grad.cpu(), ac.grad, what="mse_loss backward")
+
+
+@pytest.mark.parametrize("name", ["isposinf", "isneginf"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.bool])
+def test_isposinf_isneginf_match_cpu(name, dtype):
+    """isposinf(x) = x == inf, isneginf(x) = x == -inf (csrc/aten/composite.cpp): exact against
+    torch CPU (bool; false for integer and bool inputs), over strided, 0-dim and empty inputs and out=."""
+    f = getattr(torch, name)
+    g = torch.Generator().manual_seed(2)
+    x = (torch.randn(4, 6, generator=g) * 1e4).to(dtype)
+    if dtype.is_floating_point:
+        x[0, :4] = torch.tensor([float("inf"), -float("inf"), float("nan"), -0.0])
+        x[2, 1] = torch.finfo(dtype).max
+        x[3, 3] = -torch.finfo(dtype).max
+    for desc, t in {"(4,6)": x, "transposed": x.t(), "stepped": x[:, ::2], "0-dim": x[0, 1], "empty": x[:0]}.items():
+        with check_mode():
+            got = f(t.to(DEV))
+        assert_exact(got.cpu(), f(t), what=f"{name} {desc} {dtype}")
+    out = torch.empty(0, dtype=torch.bool, device=DEV)
+    f(x.to(DEV), out=out)
+    assert_exact(out.cpu(), f(x), what=f"{name} out=")
+    with pytest.raises(RuntimeError) as cpu_err:
+        f(x, out=torch.empty(0))
+    with pytest.raises(RuntimeError) as dev_err:
+        f(x.to(DEV), out=torch.empty(0, device=DEV))
+    assert str(dev_err.value) == str(cpu_err.value)

@@ -306,9 +306,9 @@ def test_elementwise_specialized_pipelines_same_bytes(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64], ids=str)
 def test_dtype_specialized_pipelines_same_bytes(dtype):
-    """reduce, softmax and every gemm pipeline (gemv, small, large, split K and its sum pass) take
-    the dtypes word as specialization constant 1 on GPUs (shaders/spec_dtypes.glsl): forced on and
-    off here over the same inputs, the bytes must be the same."""
+    """reduce, softmax, norm and every gemm pipeline (gemv, small, large, split K and its sum pass)
+    take the dtypes as specialization constant 1 on GPUs (shaders/spec_dtypes.glsl; norm.comp's
+    own, 4 bits a slot): forced on and off here over the same inputs, the bytes must be the same."""
     import vkml_torch
     g = torch.Generator().manual_seed(5)
     x = torch.randn(130, 67, generator=g).to(dtype)
@@ -323,6 +323,23 @@ def test_dtype_specialized_pipelines_same_bytes(dtype):
            "mm split K": lambda: ka.to(DEV) @ kb.to(DEV), "mv": lambda: a.to(DEV) @ v.to(DEV),
            "addmm": lambda: torch.addmm(b[0].to(DEV), a.to(DEV), b.to(DEV), beta=0.5, alpha=2),
            "bmm": lambda: torch.bmm(a.reshape(2, 65, 40).to(DEV), b[:, :8].reshape(1, 40, 8).expand(2, 40, 8).to(DEV))}
+    F = torch.nn.functional
+    w, bias = torch.randn(67, generator=g).to(dtype), torch.randn(67, generator=g).to(dtype)
+    img = torch.randn(4, 6, 5, 3, generator=g).to(dtype)
+
+    def norm_grads(fn, t, *params):
+        t = t.to(DEV).requires_grad_()
+        ps = [q.to(DEV).requires_grad_() for q in params]
+        y = fn(t, *ps)
+        y.backward(torch.ones_like(y))
+        return torch.cat([y.detach().reshape(-1), t.grad.reshape(-1)] + [q.grad.reshape(-1) for q in ps])
+
+    fns["layer_norm"] = lambda: norm_grads(lambda t, a, b: F.layer_norm(t, (67,), a, b), x, w, bias)
+    if dtype in (torch.float16, torch.bfloat16):  # float parameters: torch's mixed layer norm
+        fns["layer_norm mixed"] = lambda: F.layer_norm(x.to(DEV), (67,), w.float().to(DEV), None)
+    fns["group_norm"] = lambda: norm_grads(lambda t, a, b: F.group_norm(t, 3, a, b), img, w[:6], bias[:6])
+    fns["batch_norm train"] = lambda: norm_grads(lambda t, a, b: F.batch_norm(t, None, None, a, b, training=True),
+                                                 img, w[:6], bias[:6])
     if dtype == torch.float64:
         fns["sum int64"] = lambda: x.to(torch.int64).to(DEV).sum(-1)
     got = {}

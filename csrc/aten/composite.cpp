@@ -10,6 +10,8 @@
 //   once, bfloat16 step by step, as torch); other exponents raise (a general pow row needs its
 //   own tolerance).
 //   mse_loss = reduce((self - target)^2), backward = (self - target) * norm * grad (torch's order)
+//   isposinf(x) = x == inf, isneginf(x) = x == -inf   (exact; bool; integer and bool inputs compare
+//   as float and give false, as torch's; nn.MultiheadAttention's mask checks reach isneginf)
 //   any(x, dims) = amax(x != 0, dims),  all(x, dims) = amin(x != 0, dims)   (exact; bool out,
 //   uint8 for uint8 input, as torch; an empty input is reduced on the CPU: there is no data)
 #include <ATen/core/Tensor.h>
@@ -18,6 +20,7 @@
 #include <ATen/ops/amax.h>
 #include <ATen/ops/amin.h>
 #include <ATen/ops/any.h>
+#include <ATen/ops/eq.h>
 #include <ATen/ops/ne.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/ones_like.h>
@@ -106,6 +109,22 @@ at::Tensor mse_loss_backward(const at::Tensor& grad, const at::Tensor& self, con
   return at::mul(at::mul(at::sub(self, target), norm), grad);
 }
 
+at::Tensor isinf_signed(const at::Tensor& self, bool negative) {
+  TORCH_CHECK(!self.is_complex(), negative ? "isneginf" : "isposinf", " does not support complex inputs.");
+  return at::eq(self, negative ? -INFINITY : INFINITY);
+}
+at::Tensor isposinf(const at::Tensor& self) { return isinf_signed(self, false); }
+at::Tensor isneginf(const at::Tensor& self) { return isinf_signed(self, true); }
+// out=: bool only, as torch's structured kernels check (the derived out= would cast)
+at::Tensor& isinf_signed_out(const at::Tensor& self, at::Tensor& out, bool negative) {
+  TORCH_CHECK(!self.is_complex(), negative ? "isneginf" : "isposinf", " does not support complex inputs.");
+  TORCH_CHECK(out.scalar_type() == c10::ScalarType::Bool, negative ? "isneginf" : "isposinf",
+              " does not support non-boolean outputs.");
+  return at::eq_out(out, self, negative ? -INFINITY : INFINITY);
+}
+at::Tensor& isposinf_out(const at::Tensor& self, at::Tensor& out) { return isinf_signed_out(self, out, false); }
+at::Tensor& isneginf_out(const at::Tensor& self, at::Tensor& out) { return isinf_signed_out(self, out, true); }
+
 // any / all over `dims` (all dims when absent): the max / min of x != 0.
 at::Tensor any_all(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, bool is_all) {
   TORCH_CHECK(self.scalar_type() != c10::ScalarType::ComplexFloat && self.scalar_type() != c10::ScalarType::ComplexDouble,
@@ -150,6 +169,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   composite<all_dim>(m, "all.dim", {"all.out"});
   composite<any_dims>(m, "any.dims", {"any.dims_out"});
   composite<all_dims>(m, "all.dims", {"all.dims_out"});
+  composite<isposinf>(m, "isposinf", {});
+  composite<isneginf>(m, "isneginf", {});
+  m.impl("isposinf.out", TORCH_FN(isposinf_out));
+  m.impl("isneginf.out", TORCH_FN(isneginf_out));
   composite<lerp>(m, "lerp.Scalar", {"lerp_.Scalar", "lerp.Scalar_out"});
   composite<addcmul>(m, "addcmul", {"addcmul_", "addcmul.out"});
   composite<addcdiv>(m, "addcdiv", {"addcdiv_", "addcdiv.out"});

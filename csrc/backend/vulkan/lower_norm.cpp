@@ -96,7 +96,13 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   if (a.backward && !a.per_channel && (p.t[NormArgs::dw] || p.t[NormArgs::db]) &&
       !emit(out[count++], p, p.C, OP_NORM_BWD_AFFINE, n, lim, why))
     return -1;
-  return count;
+  // norm.comp's specialization constant 1: slots 0-7's dtypes, 4 bits each
+  uint32_t dtypes = 0;
+  for (int k = 0; k < 8; ++k) {
+    if (p.dt[k] > 15u) return count;  // no 4-bit code: the generic pipeline
+    dtypes |= p.dt[k] << (4 * k);
+  }
+  return spec_dtypes(out, count, lim, dtypes);
 }
 
 }  // namespace vkml::vk
