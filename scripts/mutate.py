@@ -105,6 +105,7 @@ TARGETS = {
     "gemm_coop": ("gemm_coop.comp", ["gemm_coop"], "gemm", ["test/test_gemm.py"], "cooperative_matrix"),
     "index": ("index.comp", ["index"], "index", ["test/test_index.py"], None),
     "conv": ("conv.comp", ["conv"], "conv", ["test/test_conv.py", REGR], None),
+    "conv_tile": ("conv_tile.comp", ["conv_tile"], "conv", ["test/test_conv_tile.py"], None),
     "conv_wgrad": ("conv_wgrad.comp", ["conv_wgrad"], "conv", ["test/test_conv.py", REGR, OPS], None),
     "norm": ("norm.comp", ["norm"], "norm", ["test/test_norm.py", REGR], None),
     "random": ("random.comp", ["random"], "random", ["test/test_random.py", "test/test_random_cpu_stream.py"], None),

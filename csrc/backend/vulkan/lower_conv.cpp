@@ -1,6 +1,9 @@
-// The conv family -> shaders/conv.comp (to_small, to_big: an invocation per result element) and
-// shaders/conv_wgrad.comp (to_weight, to_bias: a workgroup per result element). The geometry
-// (shaders/conv.h ConvGeom, 224 bytes) goes through the submission's parameter buffer.
+// The conv family -> shaders/conv_tile.comp (to_small in float32/float64 compute with at least
+// 16 output channels per group and 16 terms: a tiled implicit GEMM), shaders/conv.comp (the rest of
+// to_small, and to_big: an invocation per result element) and shaders/conv_wgrad.comp (to_weight,
+// to_bias: a workgroup per result element). The geometry (shaders/conv.h ConvGeom, 224 bytes) goes
+// through the submission's parameter buffer. VKML_CONV_PIPE=tiled|direct forces the to_small kernel
+// where both can run it (tests compare the two bit for bit).
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -13,6 +16,23 @@ namespace {
 
 // Copies a role's sizes/strides into the geometry: [n or c0, c or c1, d0, d1, d2], spatial dims
 // right-aligned (a 1-d or 2-d convolution gets leading dims of size 1).
+constexpr uint64_t kTileM = 128, kTileN = 64;  // shaders/conv_tile.comp's BM, BN
+
+// Whether shaders/conv_tile.comp runs this to_small node, and how many workgroups it takes.
+bool tiled(const pc::ConvGeom& g, Compute c, uint64_t& tiles) {
+  if (c != Compute::f32 && c != Compute::f64) return false;
+  const uint64_t m = uint64_t(g.n) * uint64_t(g.ps[0]) * uint64_t(g.ps[1]) * uint64_t(g.ps[2]);
+  const uint64_t k = uint64_t(g.c1) * uint64_t(g.k[0]) * uint64_t(g.k[1]) * uint64_t(g.k[2]);
+  const uint64_t cg0 = uint64_t(g.c0 / g.groups);
+  tiles = (m + kTileM - 1) / kTileM * ((cg0 + kTileN - 1) / kTileN) * uint64_t(g.groups);
+  if (m >= (1ull << 31) || k >= (1ull << 31) || tiles >= (1ull << 31)) return false;  // its indices are 32-bit
+  const std::string& force = env().conv_pipe;
+  if (force == "tiled") return true;
+  if (force == "direct") return false;
+  // A 64-channel tile at least a quarter used, and at least one whole k slice.
+  return cg0 >= 16 && k >= 16;
+}
+
 bool role(const TensorDesc& d, int dims, int32_t sp[4], int32_t st[8], std::string& why) {
   for (int i = 0; i < 8; ++i) st[i] = 0;
   for (int i = 0; i < 3; ++i) sp[i] = 1;
@@ -32,7 +52,6 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   using A = ConvArgs;
   const A& args = n.as<A>();
   const bool reduce = args.pass == A::to_weight || args.pass == A::to_bias;
-  if (!set_shader(out[0], reduce ? "conv_wgrad" : "conv", compute_of(n.compute), lim, why)) return -1;
   const int dims = args.dims;
   if (dims < 1 || dims > 3) return why = "1 to 3 spatial dims", -1;
   const TensorDesc& res = n.t[A::out];
@@ -101,6 +120,17 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
 
   const uint64_t count = uint64_t(res.numel());
   p.count = count;
+  const Compute c = compute_of(n.compute);
+  uint64_t tiles = 0;
+  if (args.pass == A::to_small && tiled(g, c, tiles)) {
+    if (!set_shader(out[0], "conv_tile", c, lim, why)) return -1;
+    if (!grid2(tiles, lim, out[0])) return why = "too many groups", -1;
+    out[0].opcode = OP_CONV_SMALL;
+    put(out[0], p);
+    put_params(out[0], g, offsetof(pc::ConvPc, params));
+    return 1;
+  }
+  if (!set_shader(out[0], reduce ? "conv_wgrad" : "conv", c, lim, why)) return -1;
   bool per_group = false;  // a workgroup per result element, sharing its sum (shaders/conv_wgrad.comp)
   if (reduce) {  // the summed terms per result element must count in 32 bits
     const uint64_t terms = uint64_t(g.n) * uint64_t(g.ps[0]) * uint64_t(g.ps[1]) * uint64_t(g.ps[2]);

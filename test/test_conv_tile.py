@@ -1,0 +1,159 @@
+"""The tiled forward convolution (shaders/conv_tile.comp) against the direct one (conv.comp): the
+same terms in the same order, so the same bytes, in every float dtype, over edge tiles in all
+three directions (positions, channels, terms), strides, padding, dilation, groups, 1-, 2- and 3-d,
+channels-last and sliced operands, NaN/Inf, products that overflow, unscaled randn and fewer
+terms than one slice. Each kernel is forced with VKML_CONV_PIPE in a child process (environment
+switches are read once per process; this file run as a script), the tiled one under VKML_CHECK=1
+so the oracle checks every node too; the parent compares the two bit for bit and the tiled one
+with torch CPU within the row's bound (TOL_GEMM: docs/convolution.md). Then which kernel the
+shape picks when nothing is forced."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FNS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def _cases():
+    """(id, input, weight, bias or None, keyword arguments) on the CPU, float64, before the dtype."""
+    g = torch.Generator().manual_seed(0)
+    r = lambda *s: torch.rand(*s, generator=g, dtype=torch.float64) * 4 - 2  # noqa: E731
+    out = [
+        ("edge tiles 3x3 pad 1", r(2, 20, 9, 11), r(70, 20, 3, 3), r(70), dict(padding=1)),
+        ("stride dilation padding", r(1, 17, 13, 10), r(24, 17, 3, 2), r(24), dict(stride=(2, 3), padding=(2, 1), dilation=(2, 1))),
+        ("groups 2", r(2, 32, 6, 6), r(40, 16, 3, 3), None, dict(groups=2, padding=1)),
+        ("conv1d", r(3, 24, 50), r(33, 24, 5), r(33), dict(stride=3, padding=4)),
+        ("conv3d", r(1, 8, 5, 6, 7), r(18, 8, 2, 3, 2), r(18), dict(padding=1)),
+        ("1x1", r(2, 64, 5, 5), r(130, 64, 1, 1), None, {}),
+        ("fewer terms than a slice", r(1, 3, 6, 6), r(20, 3, 2, 2), r(20), {}),
+        ("unscaled randn", torch.randn(1, 64, 10, 10, generator=g, dtype=torch.float64),
+         torch.randn(64, 64, 3, 3, generator=g, dtype=torch.float64), None, dict(padding=1)),
+    ]
+    x, w = r(2, 18, 7, 7), r(24, 18, 3, 3)
+    x[0, 3, 2, 2], x[1, 0, 0, 6], w[5, 1, 1, 1], w[7, 2, 0, 0] = float("nan"), float("inf"), float("-inf"), float("inf")
+    out.append(("NaN and Inf", x, w, r(24), dict(padding=1)))
+    x, w = r(1, 16, 5, 5), r(16, 16, 3, 3)
+    x[0, 2, 1, 1], w[3, 2, 0, 0], w[3, 5, 1, 1] = -1e30, 4.5e15, float("inf")  # a product past float32's range
+    out.append(("overflowing product", x, w, None, {}))
+    return out
+
+
+def _layouts(x, w):
+    """(suffix, x, w): as they are, channels-last, and views that are not dense."""
+    yield "", x, w
+    if x.dim() == 4:
+        yield " channels_last", x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+        xs = torch.cat([x, x], 1)[:, 1:1 + x.shape[1]]  # sliced channels: offset and a channel stride
+        wt = w.transpose(2, 3).contiguous().transpose(2, 3)  # the kernel's dims swapped in memory
+        yield " sliced", xs, wt
+
+
+def _same_view(t, dev):
+    """t's storage on dev with t's sizes, strides and offset (.to() would make a view dense)."""
+    flat = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+    return flat.to(dev).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def _dtypes():
+    import vkml_torch
+    out = [torch.float32, torch.float16, torch.bfloat16]
+    return out + [torch.float64] if vkml_torch._C.device_info(0)["float64"] else out
+
+
+def _inputs():
+    """{key: (function, x, w, b, kwargs)} in every dtype and layout."""
+    out = {}
+    for dtype in _dtypes():
+        for name, x, w, b, kw in _cases():
+            for suffix, xl, wl in _layouts(x.to(dtype), w.to(dtype)):
+                out[f"{name}{suffix} {dtype}"] = (FNS[x.dim() - 2], xl, wl, None if b is None else b.to(dtype), kw)
+    return out
+
+
+def child(pipe, path):
+    """Every case on vkml with VKML_CONV_PIPE=pipe; saves the results and the kernels that ran."""
+    import vkml_torch
+    assert os.environ.get("VKML_CONV_PIPE") == pipe
+    results = {}
+    with vkml_torch.profile() as p:
+        for key, (fn, x, w, b, kw) in _inputs().items():
+            dev = [None if t is None else _same_view(t, "vkml") for t in (x, w, b)]
+            results[key] = fn(*dev, **kw).cpu()
+    torch.save({"results": results, "kernels": sorted({k[0] for k in p.kernels if "conv" in k[0]})}, path)
+
+
+def _run_child(pipe, path, check):
+    env = dict(os.environ, VKML_CONV_PIPE=pipe, VKML_CHECK="1" if check else "0")
+    env.setdefault("VKML_MIN_SPEC", "0")
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), pipe, path], cwd=HERE, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"VKML_CONV_PIPE={pipe} failed:\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
+    return torch.load(path)
+
+
+def _reference(fn, x, w, b, kw, dtype):
+    """torch CPU in the contract's precision (float32 for the narrow dtypes, rounded once), each
+    product rounded where one can overflow; and the backward-error scale (|x| conv |w| + |b|)."""
+    from families.conv import _may_overflow_a_product, _rounded_products_conv, cpu_native
+    wide = lambda t: None if t is None else (t.float() if dtype in (torch.float16, torch.bfloat16) else t)  # noqa: E731
+    d = x.dim() - 2
+    st, pad, dil = (kw.get(k, dflt) for k, dflt in (("stride", 1), ("padding", 0), ("dilation", 1)))
+    st, pad, dil = ([v] * d if isinstance(v, int) else list(v) for v in (st, pad, dil))
+    if _may_overflow_a_product(wide(x), wide(w)):
+        ref = _rounded_products_conv(wide(x), wide(w), wide(b), st, pad, dil, kw.get("groups", 1))
+    else:
+        ref = cpu_native(fn)(wide(x), wide(w), wide(b), **kw)
+    scale = fn(x.double().abs(), w.double().abs(), None if b is None else b.double().abs(), **kw)
+    return ref.to(dtype), scale
+
+
+def test_tiled_same_bytes_as_direct_and_close_to_cpu():
+    from helpers import assert_close_row, row
+    with tempfile.TemporaryDirectory() as tmp:
+        tiled = _run_child("tiled", os.path.join(tmp, "tiled.pt"), check=True)
+        direct = _run_child("direct", os.path.join(tmp, "direct.pt"), check=False)
+    assert tiled["kernels"] and all("conv_tile" in k for k in tiled["kernels"]), tiled["kernels"]
+    assert direct["kernels"] and not any("conv_tile" in k for k in direct["kernels"]), direct["kernels"]
+    fwd = row("convolution")
+    inputs = _inputs()
+    assert set(tiled["results"]) == set(direct["results"]) == set(inputs)
+    for key, (fn, x, w, b, kw) in inputs.items():
+        t, d = tiled["results"][key], direct["results"][key]
+        assert t.shape == d.shape and torch.equal(t.contiguous().view(torch.uint8), d.contiguous().view(torch.uint8)), \
+            f"{key}: the tiled kernel's bytes differ from the direct kernel's"
+        ref, scale = _reference(fn, x, w, b, kw, x.dtype)
+        n = w.shape[1] * w[0, 0].numel() + (b is not None)
+        assert_close_row(fwd, t, ref, scale, n, what=key)
+    nan = tiled["results"]["NaN and Inf torch.float32"]
+    assert nan.isnan().any() and nan.isinf().any(), "the special-values case made no NaN or Inf"
+    assert tiled["results"]["overflowing product torch.float32"].isnan().any(), "no overflowing product met an infinity"
+
+
+@pytest.mark.skipif(os.environ.get("VKML_CONV_PIPE", "") != "", reason="VKML_CONV_PIPE forces one kernel")
+@pytest.mark.parametrize("xs,ws,groups,dtype,want", [
+    ((1, 32, 8, 8), (32, 32, 3, 3), 1, torch.float32, "conv_tile"),    # a ResNet-like layer
+    ((1, 32, 8, 8), (64, 16, 3, 3), 2, torch.bfloat16, "conv_tile"),   # 32 channels a group
+    ((1, 32, 8, 8), (32, 1, 3, 3), 32, torch.float32, "conv_f"),       # depthwise: 1 channel a group
+    ((1, 3, 8, 8), (8, 3, 3, 3), 1, torch.float32, "conv_f"),          # 8 output channels
+    ((1, 1, 8, 8), (32, 1, 3, 3), 1, torch.float32, "conv_f"),         # 9 terms
+    ((1, 32, 8, 8), (32, 32, 3, 3), 1, torch.int32, "conv_i64"),       # integers: direct
+])
+def test_choice_by_shape(xs, ws, groups, dtype, want):
+    import vkml_torch
+    x, w = torch.ones(xs, dtype=dtype).to("vkml"), torch.ones(ws, dtype=dtype).to("vkml")
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        F.conv2d(x, w, groups=groups, padding=1).cpu()
+    names = [k[0] for k in p.kernels if "conv" in k[0]]
+    assert len(names) == 1 and want in names[0], names
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, HERE)
+    child(sys.argv[1], sys.argv[2])
