@@ -143,7 +143,10 @@ void forward(uint g, uint R) {
     // error of m0 from both the mean and the variance (Chan, Golub, LeVeque). A group of up to
     // kCacheTrips trips is read once, into registers (all its loads issued together); the
     // elements are visited in the same order either way.
-    cached = R <= kCacheTrips * 128u * kUnroll;
+    // Only in the dtype-specialized pipeline (GPUs, SPEC_DTYPES set): unspecialized, each of the
+    // 32 unrolled loads and stores is a switch over every dtype, and lavapipe took 61 s to compile
+    // the shader (3.5 s without the cached path).
+    cached = SPEC_DTYPES != 0xffffffffu && R <= kCacheTrips * 128u * kUnroll;
     pn = 0u;
     if (cached) {
       [[unroll]] for (uint i = 0u; i < kCacheTrips * kUnroll; ++i) {

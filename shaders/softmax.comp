@@ -93,7 +93,9 @@ void main() {
     return;
   }
 
-  const bool cached = pc.pass == 0u && hi <= kCached;
+  // Only in the dtype-specialized pipeline (GPUs): unspecialized, each of the NC unrolled loads
+  // is a switch over every dtype, and lavapipe took 5 s to compile the shader (0.2 s without).
+  const bool cached = SPEC && pc.pass == 0u && hi <= kCached;
   T c[NC], c2[NC];
   if (fwd) {
     T m, s;
