@@ -1,8 +1,10 @@
-"""The tiled forward convolution (shaders/conv_tile.comp) against the direct one (conv.comp): the
-same terms in the same order, so the same bytes, in every float dtype, over edge tiles in all
-three directions (positions, channels, terms), strides, padding, dilation, groups, 1-, 2- and 3-d,
-channels-last and sliced operands, NaN/Inf, products that overflow, unscaled randn and fewer
-terms than one slice. Each kernel is forced with VKML_CONV_PIPE in a child process (environment
+"""The tiled convolution kernel (shaders/conv_tile.comp) against the direct one (conv.comp), for
+both passes it runs: a convolution's forward, and (stride 1) a transposed convolution's forward
+and a convolution's input gradient. The same terms in the same order, so the same bytes, in
+every float dtype, over edge tiles in all three directions (positions, channels, terms), strides,
+padding, dilation, groups, 1-, 2- and 3-d, channels-last and sliced operands, NaN/Inf (an
+infinite weight where the input gradient's border taps are no terms), products that overflow,
+unscaled randn and fewer terms than one slice. Each kernel is forced with VKML_CONV_PIPE in a child process (environment
 switches are read once per process; this file run as a script), the tiled one under VKML_CHECK=1
 so the oracle checks every node too; the parent compares the two bit for bit and the tiled one
 with torch CPU within the row's bound (TOL_GEMM: docs/convolution.md). Then which kernel the
@@ -18,30 +20,65 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FNS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+TFNS = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+A = torch.ops.aten
 
 
 def _cases():
-    """(id, input, weight, bias or None, keyword arguments) on the CPU, float64, before the dtype."""
+    """(id, kind, operand, weight, bias or None, keyword arguments) on the CPU, float64, before the
+    dtype. kind "conv": the operand is the input; "transposed": the input of a transposed
+    convolution (stride 1); "input grad": the output gradient of a convolution (stride 1) whose
+    input has kw["in_shape"]."""
     g = torch.Generator().manual_seed(0)
     r = lambda *s: torch.rand(*s, generator=g, dtype=torch.float64) * 4 - 2  # noqa: E731
     out = [
-        ("edge tiles 3x3 pad 1", r(2, 20, 9, 11), r(70, 20, 3, 3), r(70), dict(padding=1)),
-        ("stride dilation padding", r(1, 17, 13, 10), r(24, 17, 3, 2), r(24), dict(stride=(2, 3), padding=(2, 1), dilation=(2, 1))),
-        ("groups 2", r(2, 32, 6, 6), r(40, 16, 3, 3), None, dict(groups=2, padding=1)),
-        ("conv1d", r(3, 24, 50), r(33, 24, 5), r(33), dict(stride=3, padding=4)),
-        ("conv3d", r(1, 8, 5, 6, 7), r(18, 8, 2, 3, 2), r(18), dict(padding=1)),
-        ("1x1", r(2, 64, 5, 5), r(130, 64, 1, 1), None, {}),
-        ("fewer terms than a slice", r(1, 3, 6, 6), r(20, 3, 2, 2), r(20), {}),
-        ("unscaled randn", torch.randn(1, 64, 10, 10, generator=g, dtype=torch.float64),
+        ("edge tiles 3x3 pad 1", "conv", r(2, 20, 9, 11), r(70, 20, 3, 3), r(70), dict(padding=1)),
+        ("stride dilation padding", "conv", r(1, 17, 13, 10), r(24, 17, 3, 2), r(24), dict(stride=(2, 3), padding=(2, 1), dilation=(2, 1))),
+        ("groups 2", "conv", r(2, 32, 6, 6), r(40, 16, 3, 3), None, dict(groups=2, padding=1)),
+        ("conv1d", "conv", r(3, 24, 50), r(33, 24, 5), r(33), dict(stride=3, padding=4)),
+        ("conv3d", "conv", r(1, 8, 5, 6, 7), r(18, 8, 2, 3, 2), r(18), dict(padding=1)),
+        ("1x1", "conv", r(2, 64, 5, 5), r(130, 64, 1, 1), None, {}),
+        ("fewer terms than a slice", "conv", r(1, 3, 6, 6), r(20, 3, 2, 2), r(20), {}),
+        ("unscaled randn", "conv", torch.randn(1, 64, 10, 10, generator=g, dtype=torch.float64),
          torch.randn(64, 64, 3, 3, generator=g, dtype=torch.float64), None, dict(padding=1)),
+        # to_big: W is [C0, C1 / groups, *K]; the result has C1 (x groups) channels
+        ("transposed 3x3 pad 1", "transposed", r(2, 20, 9, 11), r(20, 70, 3, 3), r(70), dict(padding=1)),
+        ("transposed groups dilation", "transposed", r(1, 24, 7, 6), r(24, 20, 2, 3), None, dict(groups=2, dilation=(2, 1))),
+        ("transposed 3d", "transposed", r(1, 18, 4, 5, 3), r(18, 17, 2, 2, 3), r(17), dict(padding=(0, 1, 1))),
+        ("input grad 3x3 pad 1", "input grad", r(2, 40, 8, 9), r(40, 24, 3, 3), None, dict(padding=1, in_shape=(2, 24, 8, 9))),
+        ("input grad 1d dilation", "input grad", r(3, 20, 30), r(20, 33, 4), None, dict(padding=2, dilation=3, in_shape=(3, 33, 35))),
     ]
     x, w = r(2, 18, 7, 7), r(24, 18, 3, 3)
     x[0, 3, 2, 2], x[1, 0, 0, 6], w[5, 1, 1, 1], w[7, 2, 0, 0] = float("nan"), float("inf"), float("-inf"), float("inf")
-    out.append(("NaN and Inf", x, w, r(24), dict(padding=1)))
+    out.append(("NaN and Inf", "conv", x, w, r(24), dict(padding=1)))
     x, w = r(1, 16, 5, 5), r(16, 16, 3, 3)
     x[0, 2, 1, 1], w[3, 2, 0, 0], w[3, 5, 1, 1] = -1e30, 4.5e15, float("inf")  # a product past float32's range
-    out.append(("overflowing product", x, w, None, {}))
+    out.append(("overflowing product", "conv", x, w, None, {}))
+    # An infinite weight element: the input gradient's border positions have no term through it
+    # (no NaN there), the inner ones an infinite term (the masked slices of conv_tile.comp).
+    gy, w = r(1, 20, 6, 6), r(20, 18, 3, 3)
+    w[4, 2, 0, 0], w[9, 17, 2, 1], gy[0, 1, 3, 3] = float("inf"), float("nan"), float("inf")
+    out.append(("input grad Inf weight", "input grad", gy, w, None, dict(padding=1, in_shape=(1, 18, 6, 6))))
     return out
+
+
+def _run(kind, x, w, b, kw):
+    """The case's pass on x's device."""
+    if kind == "conv":
+        return FNS[x.dim() - 2](x, w, b, **kw)
+    if kind == "transposed":
+        return TFNS[x.dim() - 2](x, w, b, **kw)
+    d = x.dim() - 2
+    kw = dict(kw)
+    shape = kw.pop("in_shape")
+    st, pad, dil = ([v] * d if isinstance(v, int) else list(v)
+                    for v in (1, kw.get("padding", 0), kw.get("dilation", 1)))
+    inp = torch.empty(shape, dtype=x.dtype, device=x.device)
+    if x.device.type == "cpu":
+        return A.convolution_backward(x, inp, w, None, st, pad, dil, False, [0] * d, kw.get("groups", 1),
+                                      [True, False, False])[0]
+    return A.convolution_backward_overrideable(x, inp, w, st, pad, dil, False, [0] * d, kw.get("groups", 1),
+                                               [True, False, False])[0]
 
 
 def _layouts(x, w):
@@ -67,12 +104,12 @@ def _dtypes():
 
 
 def _inputs():
-    """{key: (function, x, w, b, kwargs)} in every dtype and layout."""
+    """{key: (kind, x, w, b, kwargs)} in every dtype and layout."""
     out = {}
     for dtype in _dtypes():
-        for name, x, w, b, kw in _cases():
+        for name, kind, x, w, b, kw in _cases():
             for suffix, xl, wl in _layouts(x.to(dtype), w.to(dtype)):
-                out[f"{name}{suffix} {dtype}"] = (FNS[x.dim() - 2], xl, wl, None if b is None else b.to(dtype), kw)
+                out[f"{name}{suffix} {dtype}"] = (kind, xl, wl, None if b is None else b.to(dtype), kw)
     return out
 
 
@@ -82,9 +119,9 @@ def child(pipe, path):
     assert os.environ.get("VKML_CONV_PIPE") == pipe
     results = {}
     with vkml_torch.profile() as p:
-        for key, (fn, x, w, b, kw) in _inputs().items():
+        for key, (kind, x, w, b, kw) in _inputs().items():
             dev = [None if t is None else _same_view(t, "vkml") for t in (x, w, b)]
-            results[key] = fn(*dev, **kw).cpu()
+            results[key] = _run(kind, *dev, kw).cpu()
     torch.save({"results": results, "kernels": sorted({k[0] for k in p.kernels if "conv" in k[0]})}, path)
 
 
@@ -97,20 +134,27 @@ def _run_child(pipe, path, check):
     return torch.load(path)
 
 
-def _reference(fn, x, w, b, kw, dtype):
-    """torch CPU in the contract's precision (float32 for the narrow dtypes, rounded once), each
-    product rounded where one can overflow; and the backward-error scale (|x| conv |w| + |b|)."""
+def _reference(kind, x, w, b, kw, dtype):
+    """torch CPU's own kernels in the contract's precision (float32 for the narrow dtypes, rounded
+    once), each product rounded where one can overflow; and the backward-error scale (the same
+    pass on absolute values, in float64)."""
     from families.conv import _may_overflow_a_product, _rounded_products_conv, cpu_native
     wide = lambda t: None if t is None else (t.float() if dtype in (torch.float16, torch.bfloat16) else t)  # noqa: E731
-    d = x.dim() - 2
-    st, pad, dil = (kw.get(k, dflt) for k, dflt in (("stride", 1), ("padding", 0), ("dilation", 1)))
-    st, pad, dil = ([v] * d if isinstance(v, int) else list(v) for v in (st, pad, dil))
-    if _may_overflow_a_product(wide(x), wide(w)):
+    if kind == "conv" and _may_overflow_a_product(wide(x), wide(w)):
+        d = x.dim() - 2
+        st, pad, dil = ([v] * d if isinstance(v, int) else list(v)
+                        for v in (kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1)))
         ref = _rounded_products_conv(wide(x), wide(w), wide(b), st, pad, dil, kw.get("groups", 1))
     else:
-        ref = cpu_native(fn)(wide(x), wide(w), wide(b), **kw)
-    scale = fn(x.double().abs(), w.double().abs(), None if b is None else b.double().abs(), **kw)
+        ref = cpu_native(_run)(kind, wide(x), wide(w), wide(b), kw)
+    scale = _run(kind, x.double().abs(), w.double().abs(), None if b is None else b.double().abs(), kw)
     return ref.to(dtype), scale
+
+
+def _terms(kind, w, b, kw):
+    """Terms behind one result element (a bound: a to_big result reaches fewer kernel taps)."""
+    per_tap = w.shape[1] if kind == "conv" else w.shape[0] // kw.get("groups", 1)
+    return per_tap * w[0, 0].numel() + (b is not None)
 
 
 def test_tiled_same_bytes_as_direct_and_close_to_cpu():
@@ -120,19 +164,20 @@ def test_tiled_same_bytes_as_direct_and_close_to_cpu():
         direct = _run_child("direct", os.path.join(tmp, "direct.pt"), check=False)
     assert tiled["kernels"] and all("conv_tile" in k for k in tiled["kernels"]), tiled["kernels"]
     assert direct["kernels"] and not any("conv_tile" in k for k in direct["kernels"]), direct["kernels"]
-    fwd = row("convolution")
+    fwd, bwd = row("convolution"), row("convolution_backward")
     inputs = _inputs()
     assert set(tiled["results"]) == set(direct["results"]) == set(inputs)
-    for key, (fn, x, w, b, kw) in inputs.items():
+    for key, (kind, x, w, b, kw) in inputs.items():
         t, d = tiled["results"][key], direct["results"][key]
         assert t.shape == d.shape and torch.equal(t.contiguous().view(torch.uint8), d.contiguous().view(torch.uint8)), \
             f"{key}: the tiled kernel's bytes differ from the direct kernel's"
-        ref, scale = _reference(fn, x, w, b, kw, x.dtype)
-        n = w.shape[1] * w[0, 0].numel() + (b is not None)
-        assert_close_row(fwd, t, ref, scale, n, what=key)
+        ref, scale = _reference(kind, x, w, b, kw, x.dtype)
+        assert_close_row(fwd if kind != "input grad" else bwd, t, ref, scale, _terms(kind, w, b, kw), what=key)
     nan = tiled["results"]["NaN and Inf torch.float32"]
     assert nan.isnan().any() and nan.isinf().any(), "the special-values case made no NaN or Inf"
     assert tiled["results"]["overflowing product torch.float32"].isnan().any(), "no overflowing product met an infinity"
+    grad = tiled["results"]["input grad Inf weight torch.float32"]
+    assert grad.isnan().any() and not grad.isnan().all(), "the infinite weight made no NaN, or only NaN"
 
 
 @pytest.mark.skipif(os.environ.get("VKML_CONV_PIPE", "") != "", reason="VKML_CONV_PIPE forces one kernel")
@@ -150,6 +195,22 @@ def test_choice_by_shape(xs, ws, groups, dtype, want):
     torch.vkml.synchronize()
     with vkml_torch.profile() as p:
         F.conv2d(x, w, groups=groups, padding=1).cpu()
+    names = [k[0] for k in p.kernels if "conv" in k[0]]
+    assert len(names) == 1 and want in names[0], names
+
+
+@pytest.mark.skipif(os.environ.get("VKML_CONV_PIPE", "") != "", reason="VKML_CONV_PIPE forces one kernel")
+@pytest.mark.parametrize("stride,want", [(1, "conv_tile"), (2, "conv_f")])
+def test_input_gradient_choice_by_stride(stride, want):
+    """The input gradient (to_big) runs tiled with stride 1 only: with stride s only one tap in
+    s^d reaches a position, and the tile would multiply all of them."""
+    import vkml_torch
+    gy, w = torch.ones(1, 32, 8 // stride, 8 // stride).to("vkml"), torch.ones(32, 32, 3, 3).to("vkml")
+    x = torch.empty(1, 32, 8, 8, device="vkml")
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        A.convolution_backward_overrideable(gy, x, w, [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1,
+                                            [True, False, False])[0].cpu()
     names = [k[0] for k in p.kernels if "conv" in k[0]]
     assert len(names) == 1 and want in names[0], names
 

@@ -1,9 +1,10 @@
-// The conv family -> shaders/conv_tile.comp (to_small in float32/float64 compute with at least
-// 16 output channels per group and 16 terms: a tiled implicit GEMM), shaders/conv.comp (the rest of
-// to_small, and to_big: an invocation per result element) and shaders/conv_wgrad.comp (to_weight,
-// to_bias: a workgroup per result element). The geometry (shaders/conv.h ConvGeom, 224 bytes) goes
-// through the submission's parameter buffer. VKML_CONV_PIPE=tiled|direct forces the to_small kernel
-// where both can run it (tests compare the two bit for bit).
+// The conv family -> shaders/conv_tile.comp (to_small, and to_big with stride 1, in float32/float64
+// compute with at least 16 result channels per group and 16 terms: a tiled implicit GEMM),
+// shaders/conv.comp (the rest of to_small and to_big: an invocation per result element) and
+// shaders/conv_wgrad.comp (to_weight, to_bias: a workgroup per result element). The geometry
+// (shaders/conv.h ConvGeom, 224 bytes) goes through the submission's parameter buffer.
+// VKML_CONV_PIPE=tiled|direct forces the kernel where both can run it (tests compare the two bit
+// for bit).
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -18,19 +19,23 @@ namespace {
 // right-aligned (a 1-d or 2-d convolution gets leading dims of size 1).
 constexpr uint64_t kTileM = 128, kTileN = 64;  // shaders/conv_tile.comp's BM, BN
 
-// Whether shaders/conv_tile.comp runs this to_small node, and how many workgroups it takes.
-bool tiled(const pc::ConvGeom& g, Compute c, uint64_t& tiles) {
+// Whether shaders/conv_tile.comp runs this node (to_small, or to_big with stride 1), and how many
+// workgroups it takes.
+bool tiled(const pc::ConvGeom& g, bool big, Compute c, uint64_t& tiles) {
   if (c != Compute::f32 && c != Compute::f64) return false;
-  const uint64_t m = uint64_t(g.n) * uint64_t(g.ps[0]) * uint64_t(g.ps[1]) * uint64_t(g.ps[2]);
-  const uint64_t k = uint64_t(g.c1) * uint64_t(g.k[0]) * uint64_t(g.k[1]) * uint64_t(g.k[2]);
-  const uint64_t cg0 = uint64_t(g.c0 / g.groups);
-  tiles = (m + kTileM - 1) / kTileM * ((cg0 + kTileN - 1) / kTileN) * uint64_t(g.groups);
+  if (big && (g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1)) return false;  // the taps would be sparse
+  const int32_t* sp = big ? g.pb : g.ps;
+  const uint64_t m = uint64_t(g.n) * uint64_t(sp[0]) * uint64_t(sp[1]) * uint64_t(sp[2]);
+  const uint64_t cg0 = uint64_t(g.c0 / g.groups), c1 = uint64_t(g.c1);
+  const uint64_t cols = big ? c1 : cg0;
+  const uint64_t k = (big ? cg0 : c1) * uint64_t(g.k[0]) * uint64_t(g.k[1]) * uint64_t(g.k[2]);
+  tiles = (m + kTileM - 1) / kTileM * ((cols + kTileN - 1) / kTileN) * uint64_t(g.groups);
   if (m >= (1ull << 31) || k >= (1ull << 31) || tiles >= (1ull << 31)) return false;  // its indices are 32-bit
   const std::string& force = env().conv_pipe;
   if (force == "tiled") return true;
   if (force == "direct") return false;
-  // A 64-channel tile at least a quarter used, and at least one whole k slice.
-  return cg0 >= 16 && k >= 16;
+  // A 64-channel tile at least a quarter used, and at least one whole slice of terms.
+  return cols >= 16 && k >= 16;
 }
 
 bool role(const TensorDesc& d, int dims, int32_t sp[4], int32_t st[8], std::string& why) {
@@ -122,10 +127,11 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   p.count = count;
   const Compute c = compute_of(n.compute);
   uint64_t tiles = 0;
-  if (args.pass == A::to_small && tiled(g, c, tiles)) {
+  const bool big = args.pass == A::to_big;
+  if ((args.pass == A::to_small || big) && tiled(g, big, c, tiles)) {
     if (!set_shader(out[0], "conv_tile", c, lim, why)) return -1;
     if (!grid2(tiles, lim, out[0])) return why = "too many groups", -1;
-    out[0].opcode = OP_CONV_SMALL;
+    out[0].opcode = big ? OP_CONV_BIG : OP_CONV_SMALL;
     put(out[0], p);
     put_params(out[0], g, offsetof(pc::ConvPc, params));
     return 1;
