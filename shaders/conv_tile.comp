@@ -16,7 +16,7 @@
 // the weight is infinite or NaN (the accumulator starts at +0 and never becomes -0, so
 // acc + (+-0) == acc). So a slice whose weights are all finite runs unmasked; one with a
 // non-finite weight (uniform for the workgroup) tests each term's bit in Tap. lower_conv.cpp picks
-// this kernel for groups of at least 16 result channels and at least 16 terms (docs/convolution.md).
+// this kernel for results of at least 32 positions, 16 channels a group and 16 terms (docs/convolution.md).
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"

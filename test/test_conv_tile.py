@@ -187,6 +187,7 @@ def test_tiled_same_bytes_as_direct_and_close_to_cpu():
     ((1, 32, 8, 8), (32, 1, 3, 3), 32, torch.float32, "conv_f"),       # depthwise: 1 channel a group
     ((1, 3, 8, 8), (8, 3, 3, 3), 1, torch.float32, "conv_f"),          # 8 output channels
     ((1, 1, 8, 8), (32, 1, 3, 3), 1, torch.float32, "conv_f"),         # 9 terms
+    ((1, 32, 3, 3), (32, 32, 3, 3), 1, torch.float32, "conv_f"),       # 9 positions
     ((1, 32, 8, 8), (32, 32, 3, 3), 1, torch.int32, "conv_i64"),       # integers: direct
 ])
 def test_choice_by_shape(xs, ws, groups, dtype, want):

@@ -248,3 +248,27 @@ def test_more_than_2_31_elements():
     assert h.sum().item() == n + 13
     w = y[::4].float()  # 537M float32: a strided converting copy (x's nonzeros sit at odd indices)
     assert w.sum().item() == n // 4 and w[-1].item() == 1
+
+
+@pytest.mark.skipif(not LARGE, reason="needs VKML_TEST_LARGE=1: 65,536 conv_tile workgroups take about a minute "
+                                      "each pass on lavapipe")
+def test_conv_tile_grid_past_65535_workgroups():
+    """65,536 groups of 16 channels over 32 positions: a workgroup each (shaders/conv_tile.comp),
+    past the Vulkan 1.3 floor of 65,535 per grid dimension (run with VKML_MIN_SPEC=1 too: the grid
+    goes 2-d). Small integers, so every sum is exact and the results must equal torch CPU's bit
+    for bit; forward and input gradient."""
+    import vkml_torch
+    from families.conv import cpu_native
+    groups = 1 << 16
+    x = torch.randint(-3, 4, (1, groups * 16, 32), generator=G).float()
+    w = torch.randint(-3, 4, (groups * 16, 16, 1), generator=G).float()
+    xd, wd = x.to(DEV), w.to(DEV)
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        y = F.conv1d(xd, wd, groups=groups).cpu()
+        gi = torch.ops.aten.convolution_backward_overrideable(xd, xd, wd, [1], [0], [1], False, [0], groups,
+                                                              [True, False, False])[0].cpu()
+    names = [k[0] for k in p.kernels if "conv" in k[0]]
+    assert len(names) == 2 and all("conv_tile" in n for n in names), names
+    assert_exact(y, cpu_native(F.conv1d)(x, w, groups=groups), what="forward")
+    assert_exact(gi, cpu_native(F.conv_transpose1d)(x, w, groups=groups), what="input gradient")

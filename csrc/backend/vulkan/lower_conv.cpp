@@ -34,8 +34,9 @@ bool tiled(const pc::ConvGeom& g, bool big, Compute c, uint64_t& tiles) {
   const std::string& force = env().conv_pipe;
   if (force == "tiled") return true;
   if (force == "direct") return false;
-  // A 64-channel tile at least a quarter used, and at least one whole slice of terms.
-  return cols >= 16 && k >= 16;
+  // A tile at least a quarter used both ways (32 of 128 positions, 16 of 64 channels: every
+  // workgroup does a whole tile's work), and at least one whole slice of terms.
+  return m >= 32 && cols >= 16 && k >= 16;
 }
 
 bool role(const TensorDesc& d, int dims, int32_t sp[4], int32_t st[8], std::string& why) {
