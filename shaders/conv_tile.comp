@@ -38,23 +38,14 @@ shared V4 Bs[BK][BN / 4u];  // [k][channel / 4]: the weights
 shared uint Tap[BK][BM / 32u];  // BIG: bit m % 32 of [k][m / 32] set where the term exists
 shared uint Nonfinite[2];       // BIG: slice parity -> some weight of the slice is infinite or NaN
 
-// k as (channel in the group, k0, k1, k2).
-ivec4 k_split(uint k, ivec3 ks) {
+// i over [outer, sz.x, sz.y, sz.z] (innermost last) as (outer, three indices): a term k as
+// (channel in the group, kernel position), a row m as (n, spatial position).
+ivec4 split3(uint i, ivec3 sz) {
   ivec4 r;
-  r.w = int(k % uint(ks.z)); k /= uint(ks.z);
-  r.z = int(k % uint(ks.y)); k /= uint(ks.y);
-  r.y = int(k % uint(ks.x));
-  r.x = int(k / uint(ks.x));
-  return r;
-}
-
-// m as (n, spatial position).
-ivec4 m_split(uint m, ivec3 ps) {
-  ivec4 r;
-  r.w = int(m % uint(ps.z)); m /= uint(ps.z);
-  r.z = int(m % uint(ps.y)); m /= uint(ps.y);
-  r.y = int(m % uint(ps.x));
-  r.x = int(m / uint(ps.x));
+  r.w = int(i % uint(sz.z)); i /= uint(sz.z);
+  r.z = int(i % uint(sz.y)); i /= uint(sz.y);
+  r.y = int(i % uint(sz.x));
+  r.x = int(i / uint(sz.x));
   return r;
 }
 
@@ -90,7 +81,7 @@ void main() {
   // The operand slice: this invocation gathers position m0 + tid for every term of a slice.
   const uint lm = m0 + tid;
   const bool m_in = lm < M;
-  const ivec4 mp = m_split(m_in ? lm : 0u, rsp);
+  const ivec4 mp = split3(m_in ? lm : 0u, rsp);
   // The gathered position of kernel position 0: SMALL o * stride - pad, BIG (stride 1) i + pad;
   // kernel position k moves it by +k * dil (SMALL) or -k * dil (BIG).
   const ivec3 i0 = big ? mp.yzw + pad : mp.yzw * st - pad;
@@ -111,7 +102,7 @@ void main() {
   uint slice = 0u;
   for (uint k0 = 0u; k0 < K; k0 += BK, ++slice) {
     // Gather: terms k0 .. k0 + BK - 1 at position lm, the kernel position stepped like an odometer.
-    ivec4 kc = k_split(k0, ks);
+    ivec4 kc = split3(k0, ks);
     uint taps = 0u;  // BIG: bit kk set where term k0 + kk exists at position lm
     [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {  // every load issued before the first is used
       T x = T(0);
@@ -135,7 +126,7 @@ void main() {
     bool nonfinite = false;
     {
       const uint k = k0 + wk;
-      const ivec4 kw = k_split(k, ks);
+      const ivec4 kw = split3(k, ks);
       const int64_t off = w_base + int64_t(kw.x) * wst_ch + int64_t(kw.y) * g.st_w[2] +
                           int64_t(kw.z) * g.st_w[3] + int64_t(kw.w) * g.st_w[4];
       [[unroll]] for (uint l = 0u; l < BN * BK / 128u; ++l) {
@@ -182,7 +173,7 @@ void main() {
     const uint m = m0 + (i < 4u ? 4u * ty + i : 64u + 4u * ty + i - 4u);
     const uint al = a0 + (j < 4u ? 4u * tx + j : 32u + 4u * tx + j - 4u);
     if (m >= M || al >= uint(cols)) continue;
-    const ivec4 p = m_split(m, rsp);
+    const ivec4 p = split3(m, rsp);
     const int a = int(grp) * cols + int(al);
     const int64_t off = int64_t(p.x) * rst.x + int64_t(a) * rstc + int64_t(p.y) * rst.y + int64_t(p.z) * rst.z +
                         int64_t(p.w) * rst.w;

@@ -238,3 +238,12 @@ def flush_subnormals(t):
 
 def assert_exact(got, ref, what="result"):
     assert_close_row({"name": "-", "tol_kind": "exact", "tol_bound": 0}, got, ref, what=what)
+
+
+def same_view(t, dev):
+    """t's storage on dev, viewed with t's sizes, strides and offset: .to() would make a view
+    that is not dense (stepped, or offset into a longer row) contiguous, and then the kernels'
+    strided and unaligned loads would never run (the mutation campaign's gemm_coop:221 survived
+    so)."""
+    flat = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+    return flat.to(dev).as_strided(t.size(), t.stride(), t.storage_offset())

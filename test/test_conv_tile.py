@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tempfile
 
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -91,12 +90,6 @@ def _layouts(x, w):
         yield " sliced", xs, wt
 
 
-def _same_view(t, dev):
-    """t's storage on dev with t's sizes, strides and offset (.to() would make a view dense)."""
-    flat = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
-    return flat.to(dev).as_strided(t.size(), t.stride(), t.storage_offset())
-
-
 def _dtypes():
     import vkml_torch
     out = [torch.float32, torch.float16, torch.bfloat16]
@@ -116,11 +109,12 @@ def _inputs():
 def child(pipe, path):
     """Every case on vkml with VKML_CONV_PIPE=pipe; saves the results and the kernels that ran."""
     import vkml_torch
+    from helpers import same_view
     assert os.environ.get("VKML_CONV_PIPE") == pipe
     results = {}
     with vkml_torch.profile() as p:
         for key, (kind, x, w, b, kw) in _inputs().items():
-            dev = [None if t is None else _same_view(t, "vkml") for t in (x, w, b)]
+            dev = [None if t is None else same_view(t, "vkml") for t in (x, w, b)]
             results[key] = _run(kind, *dev, kw).cpu()
     torch.save({"results": results, "kernels": sorted({k[0] for k in p.kernels if "conv" in k[0]})}, path)
 
@@ -180,42 +174,57 @@ def test_tiled_same_bytes_as_direct_and_close_to_cpu():
     assert grad.isnan().any() and not grad.isnan().all(), "the infinite weight made no NaN, or only NaN"
 
 
-@pytest.mark.skipif(os.environ.get("VKML_CONV_PIPE", "") != "", reason="VKML_CONV_PIPE forces one kernel")
-@pytest.mark.parametrize("xs,ws,groups,dtype,want", [
-    ((1, 32, 8, 8), (32, 32, 3, 3), 1, torch.float32, "conv_tile"),    # a ResNet-like layer
-    ((1, 32, 8, 8), (64, 16, 3, 3), 2, torch.bfloat16, "conv_tile"),   # 32 channels a group
-    ((1, 32, 8, 8), (32, 1, 3, 3), 32, torch.float32, "conv_f"),       # depthwise: 1 channel a group
-    ((1, 3, 8, 8), (8, 3, 3, 3), 1, torch.float32, "conv_f"),          # 8 output channels
-    ((1, 1, 8, 8), (32, 1, 3, 3), 1, torch.float32, "conv_f"),         # 9 terms
-    ((1, 32, 3, 3), (32, 32, 3, 3), 1, torch.float32, "conv_f"),       # 9 positions
-    ((1, 32, 8, 8), (32, 32, 3, 3), 1, torch.int32, "conv_i64"),       # integers: direct
-])
-def test_choice_by_shape(xs, ws, groups, dtype, want):
-    import vkml_torch
-    x, w = torch.ones(xs, dtype=dtype).to("vkml"), torch.ones(ws, dtype=dtype).to("vkml")
-    torch.vkml.synchronize()
-    with vkml_torch.profile() as p:
-        F.conv2d(x, w, groups=groups, padding=1).cpu()
-    names = [k[0] for k in p.kernels if "conv" in k[0]]
-    assert len(names) == 1 and want in names[0], names
+# (id, pass, input or output-gradient shape, weight shape, groups, stride, dtype, the kernel wanted)
+CHOICES = [
+    ("ResNet-like layer", "conv", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.float32, "conv_tile"),
+    ("32 channels a group", "conv", (1, 32, 8, 8), (64, 16, 3, 3), 2, 1, torch.bfloat16, "conv_tile"),
+    ("depthwise: 1 channel a group", "conv", (1, 32, 8, 8), (32, 1, 3, 3), 32, 1, torch.float32, "conv_f"),
+    ("8 output channels", "conv", (1, 3, 8, 8), (8, 3, 3, 3), 1, 1, torch.float32, "conv_f"),
+    ("9 terms", "conv", (1, 1, 8, 8), (32, 1, 3, 3), 1, 1, torch.float32, "conv_f"),
+    ("9 positions", "conv", (1, 32, 3, 3), (32, 32, 3, 3), 1, 1, torch.float32, "conv_f"),
+    ("integers: direct", "conv", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.int32, "conv_i64"),
+    # with stride s only one tap in s^d reaches an input position: the tile would multiply all
+    ("input gradient, stride 1", "input grad", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.float32, "conv_tile"),
+    ("input gradient, stride 2", "input grad", (1, 32, 4, 4), (32, 32, 3, 3), 1, 2, torch.float32, "conv_f"),
+]
 
 
-@pytest.mark.skipif(os.environ.get("VKML_CONV_PIPE", "") != "", reason="VKML_CONV_PIPE forces one kernel")
-@pytest.mark.parametrize("stride,want", [(1, "conv_tile"), (2, "conv_f")])
-def test_input_gradient_choice_by_stride(stride, want):
-    """The input gradient (to_big) runs tiled with stride 1 only: with stride s only one tap in
-    s^d reaches a position, and the tile would multiply all of them."""
+def choice_child():
+    """Prints, as JSON, the conv kernels each CHOICES case ran, with nothing forced."""
+    import json
     import vkml_torch
-    gy, w = torch.ones(1, 32, 8 // stride, 8 // stride).to("vkml"), torch.ones(32, 32, 3, 3).to("vkml")
-    x = torch.empty(1, 32, 8, 8, device="vkml")
-    torch.vkml.synchronize()
-    with vkml_torch.profile() as p:
-        A.convolution_backward_overrideable(gy, x, w, [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1,
-                                            [True, False, False])[0].cpu()
-    names = [k[0] for k in p.kernels if "conv" in k[0]]
-    assert len(names) == 1 and want in names[0], names
+    assert "VKML_CONV_PIPE" not in os.environ
+    out = {}
+    for name, kind, xs, ws, groups, stride, dtype, _ in CHOICES:
+        x, w = torch.ones(xs, dtype=dtype).to("vkml"), torch.ones(ws, dtype=dtype).to("vkml")
+        torch.vkml.synchronize()
+        with vkml_torch.profile() as p:
+            if kind == "conv":
+                F.conv2d(x, w, groups=groups, padding=1).cpu()
+            else:
+                inp = torch.empty(1, ws[1] * groups, 8, 8, dtype=dtype, device="vkml")
+                A.convolution_backward_overrideable(x, inp, w, [stride] * 2, [1, 1], [1, 1], False, [0, 0], groups,
+                                                    [True, False, False])[0].cpu()
+        out[name] = [k[0] for k in p.kernels if "conv" in k[0]]
+    print(json.dumps(out))
+
+
+def test_choice_by_shape():
+    """Which kernel each shape gets when nothing is forced: in a child process without
+    VKML_CONV_PIPE, so the test means the same whatever the caller's environment."""
+    import json
+    env = {k: v for k, v in os.environ.items() if k != "VKML_CONV_PIPE"}
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "choice"], cwd=HERE, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    for name, *_, want in CHOICES:
+        assert len(got[name]) == 1 and want in got[name][0], f"{name}: ran {got[name]}, wanted {want}"
 
 
 if __name__ == "__main__":
     sys.path.insert(0, HERE)
-    child(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "choice":
+        choice_child()
+    else:
+        child(sys.argv[1], sys.argv[2])

@@ -14,6 +14,8 @@ import pytest
 import torch
 import vkml_torch
 
+from helpers import same_view
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PIPES = ["gemv", "small", "large", "split", "coopmat"]
 
@@ -48,21 +50,12 @@ def _cases(dtype, g):
     return cases
 
 
-def _same_view(t, dev):
-    """t's storage on dev, viewed with t's sizes, strides and offset: .to() would make a view
-    that is not dense (stepped, or offset into a longer row) contiguous, and then the pipelines'
-    strided and unaligned loads would never run (the mutation campaign's gemm_coop:221 survived
-    so)."""
-    flat = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
-    return flat.to(dev).as_strided(t.size(), t.stride(), t.storage_offset())
-
-
 def _run(desc, a, b, bias, alpha, beta, batched, dev):
-    a, b = _same_view(a, dev), _same_view(b, dev)
+    a, b = same_view(a, dev), same_view(b, dev)
     if batched:
         return torch.bmm(a, b)
     if bias is not None:
-        return torch.addmm(_same_view(bias, dev), a, b, beta=beta, alpha=alpha)
+        return torch.addmm(same_view(bias, dev), a, b, beta=beta, alpha=alpha)
     return a @ b
 
 

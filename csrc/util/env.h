@@ -19,7 +19,7 @@ struct Env {
   std::string cache_dir;      // VKML_CACHE_DIR=path: where the pipeline cache lives (default
                              // $XDG_CACHE_HOME/vkml or ~/.cache/vkml); VKML_CACHE_DIR=off: none
   std::string gemm_pipe;      // VKML_GEMM_PIPE=gemv|small|large|split|coopmat: force a matmul pipeline (tests)
-  std::string conv_pipe;      // VKML_CONV_PIPE=tiled|direct: force the forward convolution's kernel (tests)
+  std::string conv_pipe;      // VKML_CONV_PIPE=tiled|direct: force the convolution kernel where both run (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
   bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
   int specialize = -1;        // VKML_SPECIALIZE=N: specialized pipelines once their constants came N
