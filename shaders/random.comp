@@ -173,15 +173,16 @@ T open01(uvec4 w) {
   return r;
 }
 
-void draw(uint64_t i, uvec4 w) {
-  const uint O = 0u;
-  uint dto = p.dt[O];
+// Element value from its Philox block w; x: the input element (dropout's x in slot 2, bernoulli's p
+// tensor in slot 1), m: dropout's mask value (slot 1).
+T value(uvec4 w, T x, out T m) {
   precise T a = from_raw(p.a), b = from_raw(p.b), c = from_raw(p.c);
   precise T v = T(0);
+  m = T(0);
   if (OP == OP_RNG_UNIFORM) {
     v = ucl01(w) * b;
     v = v + a;
-    if (!(round_T(v, dto) < c)) v = a;
+    if (!(round_T(v, p.dt[0]) < c)) v = a;
   } else if (OP == OP_RNG_NORMAL) {
     precise T l = log_open(open01(w));
     l = T(-2) * l;
@@ -194,7 +195,7 @@ void draw(uint64_t i, uvec4 w) {
     z = b * z;
     v = a + z;
   } else if (OP == OP_RNG_BERNOULLI) {
-    T pr = (p.flags & RNG_HAS_IN) != 0u ? load_T(addr_of(1u, i), p.dt[1]) : a;
+    T pr = (p.flags & RNG_HAS_IN) != 0u ? x : a;
     v = ucl01(w) < pr ? T(1) : T(0);
   } else if (OP == OP_RNG_EXPONENTIAL) {
     precise T l = log_open(open01(w));
@@ -206,27 +207,63 @@ void draw(uint64_t i, uvec4 w) {
     v = ceil(l);
   } else if (OP == OP_RNG_DROPOUT) {
     bool keep = ucl01(w) < a;
-    precise T x = load_T(addr_of(2u, i), p.dt[2]);
-    x = x * T(keep ? 1 : 0);
-    v = x * b;
-    store_T(addr_of(1u, i), p.dt[1], keep ? T(1) : T(0));
+    precise T xk = x * T(keep ? 1 : 0);
+    v = xk * b;
+    m = keep ? T(1) : T(0);
   }
-  store_T(addr_of(O, i), dto, v);
+  return v;
 }
+uint in_slot() { return OP == OP_RNG_DROPOUT ? 2u : 1u; }
 #else
 // random_: base + (bits mod range), 32-bit bits below 2^32 (as torch CUDA); range 0 is 2^64.
-void draw(uint64_t i, uvec4 w) {
-  if (OP != OP_RNG_RANDOM) return;  // the integer variant runs random_ only
+T value(uvec4 w, T x, out T m) {
+  m = T(0);
+  if (OP != OP_RNG_RANDOM) return T(0);  // the integer variant runs random_ only
   uint64_t range = uint64_t(from_raw(p.b)), w64 = packUint2x32(w.xy);
   uint64_t r = range == 0UL ? w64 : (range < (1UL << 32) ? uint64_t(w.x % uint(range)) : w64 % range);
-  store_T(addr_of(0u, i), p.dt[0], int64_t(uint64_t(from_raw(p.a)) + r));
+  return int64_t(uint64_t(from_raw(p.a)) + r);
 }
+uint in_slot() { return 1u; }
 #endif
+
+uvec4 block_of(uint64_t i) { return philox(uvec4(unpackUint2x32(i), unpackUint2x32(p.offset)), p.seed); }
+bool has_in() { return (p.flags & RNG_HAS_IN) != 0u; }
+
+void draw(uint64_t i) {
+  uint s = in_slot();
+  T x = has_in() ? load_T(addr_of(s, i), p.dt[s]) : T(0);
+  T m;
+  T v = value(block_of(i), x, m);
+  if (OP == OP_RNG_DROPOUT) store_T(addr_of(1u, i), p.dt[1], m);
+  store_T(addr_of(0u, i), p.dt[0], v);
+}
+
+// RNG_BLOCK4: elements 4g .. 4g + 3 of dense operands, each operand's block loaded and stored as
+// whole words (no 1- and 2-byte atomic stores: a bool mask or a half output stored element by
+// element had 4 or 2 invocations in turn on each word). The values are the per-element path's.
+void draw4(uint64_t i0) {
+  uint s = in_slot();
+  uint64_t xin[4], vo[4], mo[4];
+  if (has_in()) ld_block4(p.addr[s] + i0 * uint64_t(dsize(p.dt[s])), dsize(p.dt[s]), xin);
+  for (uint j = 0u; j < 4u; ++j) {
+    T m;
+    T v = value(block_of(i0 + uint64_t(j)), has_in() ? bits_to_T(xin[j], p.dt[s]) : T(0), m);
+    vo[j] = T_to_bits(v, p.dt[0]);
+    mo[j] = T_to_bits(m, p.dt[1]);
+  }
+  if (OP == OP_RNG_DROPOUT) st_block4(p.addr[1] + i0 * uint64_t(dsize(p.dt[1])), dsize(p.dt[1]), mo);
+  st_block4(p.addr[0] + i0 * uint64_t(dsize(p.dt[0])), dsize(p.dt[0]), vo);
+}
 
 void main() {
   p = RngParams(pc.params);
+  if ((p.flags & RNG_BLOCK4) != 0u) {
+    uint64_t i0 = global_index() * 4UL;
+    if (i0 + 4UL <= p.numel) { draw4(i0); return; }
+    for (uint64_t i = i0; i < p.numel; ++i) draw(i);  // the last, partial block
+    return;
+  }
   uint64_t i = global_index();
   if (i >= p.numel) return;
-  uvec4 w = philox(uvec4(unpackUint2x32(i), unpackUint2x32(p.offset)), p.seed);
-  draw(i, w);
+  draw(i);
 }

@@ -14,6 +14,8 @@ namespace vkml::pc {
 
 #define RNG_HAS_IN 1u      // slot 2 (dropout's x) or slot 1 (bernoulli's p tensor) is present
 #define RNG_CONTIGUOUS 2u  // every operand is dense in row-major order: element offset = index
+#define RNG_BLOCK4 4u      // and each operand's address is aligned for blocks of 4 elements: one
+                           // invocation per 4 elements, loaded and stored as whole words
 #define RNG_MAX_DIMS 8
 
 PB_BEGIN(RngParams)

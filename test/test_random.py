@@ -317,6 +317,51 @@ def test_inplace_on_views(view, dtype):
     assert_exact(base.cpu(), full, what=f"{view}: the whole base")
 
 
+BLOCK_DRAWS = {
+    "uniform_ float32": (torch.float32, lambda t: t.uniform_()),
+    "normal_ float16": (torch.float16, lambda t: t.normal_()),
+    "exponential_ bfloat16": (torch.bfloat16, lambda t: t.exponential_()),
+    "normal_ float64": (torch.float64, lambda t: t.normal_()),
+    "bernoulli_ bool": (torch.bool, lambda t: t.bernoulli_(0.3)),
+    "bernoulli_ uint8": (torch.uint8, lambda t: t.bernoulli_(0.6)),
+    "random_ int8": (torch.int8, lambda t: t.random_(-100, 100)),
+    "random_ int16": (torch.int16, lambda t: t.random_(0, 30000)),
+    "random_ int64": (torch.int64, lambda t: t.random_()),
+}
+
+
+@pytest.mark.parametrize("draw", BLOCK_DRAWS)
+def test_block_path_equals_element_path(draw):
+    """Dense operands aligned for 4-element blocks draw 4 elements per invocation, stored as whole
+    words; a view one element off that alignment takes the per-element path (1- and 2-byte stores
+    of their own). Same seed, same bytes, with 1,001 elements (a partial last block), the element
+    before the view untouched. Each path is also compared with the oracle in the check pass."""
+    dtype, fill = BLOCK_DRAWS[draw]
+    n = 1001
+    torch.manual_seed(41)
+    aligned = fill(torch.zeros(n, dtype=dtype, device=DEV)).cpu()
+    base = torch.zeros(n + 1, dtype=dtype, device=DEV)
+    torch.manual_seed(41)
+    fill(base[1:])
+    want = torch.cat([torch.zeros(1, dtype=dtype), aligned])
+    assert_exact(base.cpu(), want, what=draw)
+    assert len(aligned.unique()) > 1, "a constant draw would not tell the paths apart"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_dropout_block_path_equals_element_path(dtype):
+    """native_dropout's output and bool mask from an aligned input (4 elements per invocation) and
+    from the same values one element off alignment (per element): the same bytes."""
+    x = torch.randn(1002, dtype=dtype, device=DEV)[1:]
+    torch.manual_seed(43)
+    out_s, mask_s = torch.native_dropout(x, 0.3, True)
+    torch.manual_seed(43)
+    out_a, mask_a = torch.native_dropout(x.clone(), 0.3, True)
+    assert_exact(mask_s.cpu(), mask_a.cpu())
+    assert_exact(out_s.cpu(), out_a.cpu())
+    assert 0 < int(mask_a.sum()) < 1001
+
+
 def test_empty_and_bernoulli_edges():
     for dt in FLOATS:
         assert torch.empty(0, 4, dtype=dt, device=DEV).normal_().shape == (0, 4)

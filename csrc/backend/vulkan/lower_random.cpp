@@ -1,5 +1,7 @@
-// The random family -> shaders/random.comp: one dispatch, one invocation per output element. The
+// The random family -> shaders/random.comp: one dispatch, one invocation per output element (per 4
+// elements of dense, aligned operands). The
 // operands' addresses, coalesced sizes and strides go in a parameter block (shaders/rng.h).
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -36,7 +38,14 @@ int lower_random(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     p.size[d] = sz[d];
     for (int k = 0; k < nops; ++k) p.st[k * RNG_MAX_DIMS + d] = st[k][d];
   }
-  p.flags = (dense ? RNG_CONTIGUOUS : 0u) | (n.nin ? RNG_HAS_IN : 0u);
+  // Blocks of 4 elements where every operand is dense and its address aligned to
+  // min(4 * element size, 16) bytes (shaders/common.glsl's ld_block4 / st_block4).
+  bool block4 = dense;
+  for (int k = 0; k < nops && block4; ++k) {
+    const uint64_t esz = uint64_t(dtype_size(n.t[k].dtype));
+    block4 = n.t[k].addr % std::min<uint64_t>(4 * esz, 16) == 0;
+  }
+  p.flags = (dense ? RNG_CONTIGUOUS : 0u) | (block4 ? RNG_BLOCK4 : 0u) | (n.nin ? RNG_HAS_IN : 0u);
   p.numel = uint64_t(numel);
   p.seed = g.seed;
   p.offset = g.offset;
@@ -44,7 +53,8 @@ int lower_random(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   p.a = raw_scalar(g.a, c);
   p.b = raw_scalar(g.b, c);
   p.c = raw_scalar(g.c, c);
-  if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
+  const uint64_t items = block4 ? (uint64_t(numel) + 3) / 4 : uint64_t(numel);
+  if (!grid2((items + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
   put_params(out[0], p, offsetof(pc::RngPc, params));
   pc::RngPc pcb{};
   put(out[0], pcb);
