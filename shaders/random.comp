@@ -1,9 +1,10 @@
 // variants: f32 f64 i64
-// Random numbers drawn with Philox4x32-10 (csrc/util/philox.h): one invocation per element, element
-// i from the block philox(key = seed, counter = (i, offset)); i is the row-major index over the
-// output's sizes. The transforms mirror csrc/backend/cpu/random.cpp op for op (check mode compares
-// bits): integer arithmetic and IEEE adds and multiplies only, every value `precise` so that no
-// compiler fuses a multiply-add (a fused one rounds once, not twice). docs/random.md.
+// Random numbers drawn with Philox4x32-10 (csrc/util/philox.h): one invocation per element (per 4
+// elements of dense aligned operands), element i from W words of the block philox(key = seed,
+// counter = (i / (4 / W), offset)) (words_per); i is the row-major index over the output's sizes.
+// The transforms mirror csrc/backend/cpu/random.cpp op for op (check mode compares bits): integer
+// arithmetic and IEEE adds and multiplies only, every value `precise` so that no compiler fuses a
+// multiply-add (a fused one rounds once, not twice). docs/random.md.
 #version 460
 #include "common.glsl"
 #include "rng.h"
@@ -226,7 +227,24 @@ T value(uvec4 w, T x, out T m) {
 uint in_slot() { return 1u; }
 #endif
 
-uvec4 block_of(uint64_t i) { return philox(uvec4(unpackUint2x32(i), unpackUint2x32(p.offset)), p.seed); }
+// Words of a block per element (docs/random.md): float32 compute 1 (normal 2), float64 2
+// (normal 4), random_ 2. Element i takes block i / (4 / W), from word (i % (4 / W)) * W.
+uint words_per() {
+#if defined(CT_I64)
+  return 2u;
+#elif defined(CT_F32)
+  return OP == OP_RNG_NORMAL ? 2u : 1u;
+#else
+  return OP == OP_RNG_NORMAL ? 4u : 2u;
+#endif
+}
+uvec4 block_at(uint64_t b) { return philox(uvec4(unpackUint2x32(b), unpackUint2x32(p.offset)), p.seed); }
+// The block turned so that word s comes first (csrc/util/philox.h philox_words).
+uvec4 turn(uvec4 w, uint s) { return s == 0u ? w : s == 1u ? w.yzwx : s == 2u ? w.zwxy : w.wxyz; }
+uvec4 block_of(uint64_t i) {
+  uint per = 4u / words_per();
+  return turn(block_at(i / uint64_t(per)), uint(i % uint64_t(per)) * words_per());
+}
 bool has_in() { return (p.flags & RNG_HAS_IN) != 0u; }
 
 void draw(uint64_t i) {
@@ -240,14 +258,18 @@ void draw(uint64_t i) {
 
 // RNG_BLOCK4: elements 4g .. 4g + 3 of dense operands, each operand's block loaded and stored as
 // whole words (no 1- and 2-byte atomic stores: a bool mask or a half output stored element by
-// element had 4 or 2 invocations in turn on each word). The values are the per-element path's.
+// element had 4 or 2 invocations in turn on each word), and 4 / W elements share each Philox
+// block (i0 is a multiple of 4). The values are the per-element path's.
 void draw4(uint64_t i0) {
-  uint s = in_slot();
+  uint s = in_slot(), per = 4u / words_per();
   uint64_t xin[4], vo[4], mo[4];
+  uvec4 blk[4];
+  for (uint b = 0u; b < 4u / per; ++b) blk[b] = block_at(i0 / uint64_t(per) + uint64_t(b));
   if (has_in()) ld_block4(p.addr[s] + i0 * uint64_t(dsize(p.dt[s])), dsize(p.dt[s]), xin);
   for (uint j = 0u; j < 4u; ++j) {
     T m;
-    T v = value(block_of(i0 + uint64_t(j)), has_in() ? bits_to_T(xin[j], p.dt[s]) : T(0), m);
+    uvec4 w = turn(blk[j / per], (j % per) * words_per());
+    T v = value(w, has_in() ? bits_to_T(xin[j], p.dt[s]) : T(0), m);
     vo[j] = T_to_bits(v, p.dt[0]);
     mo[j] = T_to_bits(m, p.dt[1]);
   }

@@ -36,8 +36,19 @@ def device_stream():
 
 
 # ---- an independent reference of the documented stream (numpy, uint64 arithmetic) ----------------
-def philox(seed, offset, idx):
-    """Blocks (4 uint32 words as uint64 arrays) of elements idx of the draw at (seed, offset)."""
+def philox(seed, offset, idx, words=4):
+    """The words (4 uint32 words as uint64 arrays) of elements idx of the draw at (seed, offset)
+    whose elements take `words` (1, 2 or 4) words each: block idx // (4 // words), turned so that
+    word (idx % (4 // words)) * words comes first (docs/random.md)."""
+    idx = np.asarray(idx, dtype=np.uint64)
+    per = np.uint64(4 // words)
+    blocks = philox_block(seed, offset, idx // per)
+    first = ((idx % per) * np.uint64(words)).astype(np.int64)
+    return [np.choose((first + j) % 4, blocks) for j in range(4)]
+
+
+def philox_block(seed, offset, idx):
+    """Blocks (4 uint32 words as uint64 arrays) at counters (idx, offset) and key seed."""
     idx = np.asarray(idx, dtype=np.uint64)
     c = [idx & M32, idx >> np.uint64(32), np.full_like(idx, offset & 0xFFFFFFFF),
          np.full_like(idx, offset >> 32)]
@@ -70,7 +81,7 @@ def test_philox_known_answers():
     torch.vkml.manual_seed(0)
     x = torch.empty(1, dtype=torch.int64, device=DEV).random_(-2 ** 63, None).cpu().item() % 2 ** 64
     assert x == 0xe169c58d6627e8d5  # words 6627e8d5 e169c58d
-    w = philox(2 ** 64 - 1, 2 ** 64 - 1, [2 ** 64 - 1])
+    w = philox_block(2 ** 64 - 1, 2 ** 64 - 1, [2 ** 64 - 1])
     assert [int(v[0]) for v in w] == [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
 
 
@@ -83,7 +94,7 @@ def test_stream_uses_every_bit_of_seed_and_offset():
                                               dtype=torch.uint8))
     assert state() == (seed, off)
     got = torch.empty(300, dtype=torch.int64, device=DEV).random_(-2 ** 63, None).cpu().numpy().view(np.uint64)
-    w = philox(seed, off, np.arange(300))
+    w = philox(seed, off, np.arange(300), words=2)
     assert np.array_equal(got, (w[1] << np.uint64(32)) | w[0])
     assert state() == (seed, off + 1)
 
@@ -94,7 +105,7 @@ def test_uniform_is_the_documented_stream(dtype):
     torch.rand(3, device=DEV)  # offset 1 next
     seed, off = state()
     got = torch.empty(1000, dtype=dtype, device=DEV).uniform_(-2, 3).cpu().double().numpy()
-    u = ref_uniform01(philox(seed, off, np.arange(1000)), dtype)
+    u = ref_uniform01(philox(seed, off, np.arange(1000), words=1 if dtype == torch.float32 else 2), dtype)
     if dtype == torch.float32:  # u * (to - from) + from, two float32 roundings
         ref = (u.astype(np.float32) * np.float32(5) + np.float32(-2)).astype(np.float64)
     else:
@@ -107,23 +118,23 @@ def test_bernoulli_random_and_dropout_mask_are_the_documented_stream():
     torch.vkml.manual_seed(77)
     seed, off = state()
     n = 4096
-    ref_u = ref_uniform01(philox(seed, off, np.arange(n)), torch.float32)
+    ref_u = ref_uniform01(philox(seed, off, np.arange(n), words=1), torch.float32)
     got = torch.empty(n, device=DEV).bernoulli_(0.3).cpu().numpy()
     assert np.array_equal(got, (ref_u < np.float64(np.float32(0.3))).astype(np.float32))
-    w = philox(seed, off + 1, np.arange(n))
+    w = philox(seed, off + 1, np.arange(n), words=2)
     got = torch.empty(n, dtype=torch.int64, device=DEV).random_(-5, 9).cpu().numpy()
     assert np.array_equal(got, (w[0] % np.uint64(14)).astype(np.int64) - 5)
     big = 3 * 2 ** 40  # ranges from 2^32 up take 64 bits
-    w = philox(seed, off + 2, np.arange(n))
+    w = philox(seed, off + 2, np.arange(n), words=2)
     got = torch.empty(n, dtype=torch.int64, device=DEV).random_(0, big).cpu().numpy()
     assert np.array_equal(got, ((w[1] << np.uint64(32) | w[0]) % np.uint64(big)).astype(np.int64))
     for k, edge in enumerate((2 ** 32, 2 ** 32 + 5, 2 ** 33 - 1)):  # the first ranges that take 64 bits
-        w = philox(seed, off + 3 + k, np.arange(n))  # (the campaign's random:251 took 32 up to 2^33)
+        w = philox(seed, off + 3 + k, np.arange(n), words=2)  # (the campaign's random:251 took 32 up to 2^33)
         got = torch.empty(n, dtype=torch.int64, device=DEV).random_(-7, edge - 7).cpu().numpy()
         assert np.array_equal(got, ((w[1] << np.uint64(32) | w[0]) % np.uint64(edge)).astype(np.int64) - 7), edge
     x = torch.randn(n, device=DEV)
     seed, off = state()
-    u = ref_uniform01(philox(seed, off, np.arange(n)), torch.float32)
+    u = ref_uniform01(philox(seed, off, np.arange(n), words=1), torch.float32)
     out, mask = torch.native_dropout(x, 0.25, True)
     assert np.array_equal(mask.cpu().numpy(), u < 0.75)
 
@@ -141,7 +152,7 @@ def test_normal_and_exponential_follow_the_formulas():
         z = torch.empty(n, dtype=dtype, device=DEV).normal_().cpu().double().numpy()
         e = torch.empty(n, dtype=dtype, device=DEV).exponential_(2.0).cpu().double().numpy()
         for k, (got, o) in enumerate(((z, off), (e, off + 1))):
-            w = philox(seed, o, np.arange(n))
+            w = philox(seed, o, np.arange(n), words=(1 if dtype == torch.float32 else 2) * (2 if k == 0 else 1))
             if dtype == torch.float64:
                 lo = (w[1] << np.uint64(32) | w[0]) >> np.uint64(12)
                 u1 = (2 * lo + 1).astype(np.float64) * 2.0 ** -53
@@ -433,7 +444,7 @@ def test_over_65535_workgroups_and_check_mode():
     seed, off = state()
     x = torch.empty(n, device=DEV).uniform_()
     tail = x[-300:].cpu().double().numpy()
-    assert np.array_equal(tail, ref_uniform01(philox(seed, off, np.arange(n - 300, n)), torch.float32))
+    assert np.array_equal(tail, ref_uniform01(philox(seed, off, np.arange(n - 300, n), words=1), torch.float32))
     with check_mode():
         torch.empty(70000, device=DEV).normal_()
         torch.empty(3000, dtype=torch.float64, device=DEV).normal_()

@@ -157,8 +157,10 @@ Result<void> draw_float(const Node& n) {
   const TensorDesc* in = dropout ? &n.t[A::x] : (n.t[A::p].addr && n.op == OpId::rng_bernoulli ? &n.t[A::p] : nullptr);
   const T a = scalar_as<T>(g.a), b = scalar_as<T>(g.b), c = scalar_as<T>(g.c);
   const int64_t numel = out.numel();
+  // words per element: float32 compute 1 (normal 2), float64 2 (normal 4)
+  const int words = (std::is_same_v<T, float> ? 1 : 2) * (n.op == OpId::rng_normal ? 2 : 1);
   for (int64_t i = 0; i < numel; ++i) {
-    const Philox4 w = philox_block(g.seed, g.offset, uint64_t(i));
+    const Philox4 w = philox_words(g.seed, g.offset, uint64_t(i), words);
     T v = 0;
     switch (n.op) {
       case OpId::rng_uniform: {
@@ -216,7 +218,7 @@ Result<void> draw_int(const Node& n) {
   const uint64_t range = uint64_t(g.b.i);
   const int64_t numel = out.numel();
   for (int64_t i = 0; i < numel; ++i) {
-    const Philox4 w = philox_block(g.seed, g.offset, uint64_t(i));
+    const Philox4 w = philox_words(g.seed, g.offset, uint64_t(i), 2);
     const uint64_t w64 = uint64_t(w[1]) << 32 | w[0];
     const uint64_t r = range == 0 ? w64 : range < (uint64_t(1) << 32) ? w[0] % range : w64 % range;
     store<int64_t>(at(out, offset_of(out, i)), out.dtype, int64_t(uint64_t(g.a.i) + r));
