@@ -1,9 +1,9 @@
 // variants: f32 f64
 // The large gemm pipeline: a 128x64 output tile per workgroup, register-blocked
 // 8x8 outputs per invocation, BK-deep k slices through shared memory (12 KiB: fits the 16 KiB
-// floor). Interior tiles of float32 operands whose rows (or columns) are contiguous and 16-byte
-// aligned (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags) load whole vec4s; everything else loads
-// element by element with any strides. Each output sums k in order: deterministic.
+// floor). Interior tiles of float32, float16 or bfloat16 operands whose rows (or columns) are
+// contiguous and aligned for 4 elements (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags) load 4
+// elements at once (16 or 8 bytes); everything else loads element by element with any strides. Each output sums k in order: deterministic.
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #define PC_GEMM
@@ -26,6 +26,17 @@ shared V4 As[BK][BM / 4u];
 shared V4 Bs[BK][BN / 4u];
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer F4 { vec4 v; };
+
+#if defined(CT_F32)
+// 4 consecutive elements of a float32 (16-byte aligned), float16 or bfloat16 (8-byte aligned)
+// operand: lower_gemm.cpp sets the GEMM_A_* / GEMM_B_* flags only for those, so aligned.
+vec4 ld4(uint64_t a, uint dt) {
+  if (dt == DT_F32) return F4(a).v;
+  uvec2 u = Pair(a).p;
+  return vec4(bits_to_T(u.x & 0xffffu, dt), bits_to_T(u.x >> 16, dt), bits_to_T(u.y & 0xffffu, dt),
+              bits_to_T(u.y >> 16, dt));
+}
+#endif
 
 void main() {
   uint tiles_n = (pc.N + BN - 1u) / BN, tiles_m = (pc.M + BM - 1u) / BM;
@@ -53,13 +64,13 @@ void main() {
     if ((flags & GEMM_A_K) != 0u && a_full && k_full) {  // 4 consecutive k of one row
       [[unroll]] for (uint l = 0u; l < BM * BK / 512u; ++l) {
         uint idx = tid + 128u * l, mm = idx / (BK / 4u), kq = idx % (BK / 4u);
-        vec4 v = F4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 4u * kq)) * 4)).v;
+        vec4 v = ld4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 4u * kq)) * int64_t(dsize(dta))), dta);
         [[unroll]] for (uint e = 0u; e < 4u; ++e) As[4u * kq + e][mm / 4u][mm % 4u] = v[e];
       }
     } else if ((flags & GEMM_A_M) != 0u && a_full && k_full) {  // 4 consecutive m of one k
       [[unroll]] for (uint l = 0u; l < BM * BK / 512u; ++l) {
         uint idx = tid + 128u * l, kk = idx / (BM / 4u), mq = idx % (BM / 4u);
-        As[kk][mq] = F4(abase + uint64_t((int64_t(m0 + 4u * mq) + int64_t(k0 + kk) * pc.sa[2]) * 4)).v;
+        As[kk][mq] = ld4(abase + uint64_t((int64_t(m0 + 4u * mq) + int64_t(k0 + kk) * pc.sa[2]) * int64_t(dsize(dta))), dta);
       }
     } else
 #endif
@@ -76,12 +87,12 @@ void main() {
     if ((flags & GEMM_B_N) != 0u && b_full && k_full) {  // 4 consecutive n of one k
       [[unroll]] for (uint l = 0u; l < BN * BK / 512u; ++l) {
         uint idx = tid + 128u * l, kk = idx / (BN / 4u), nq = idx % (BN / 4u);
-        Bs[kk][nq] = F4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 4u * nq)) * 4)).v;
+        Bs[kk][nq] = ld4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 4u * nq)) * int64_t(dsize(dtb))), dtb);
       }
     } else if ((flags & GEMM_B_K) != 0u && b_full && k_full) {  // 4 consecutive k of one column
       [[unroll]] for (uint l = 0u; l < BN * BK / 512u; ++l) {
         uint idx = tid + 128u * l, nn = idx / (BK / 4u), kq = idx % (BK / 4u);
-        vec4 v = F4(bbase + uint64_t((int64_t(k0 + 4u * kq) + int64_t(n0 + nn) * pc.sb[2]) * 4)).v;
+        vec4 v = ld4(bbase + uint64_t((int64_t(k0 + 4u * kq) + int64_t(n0 + nn) * pc.sb[2]) * int64_t(dsize(dtb))), dtb);
         [[unroll]] for (uint e = 0u; e < 4u; ++e) Bs[4u * kq + e][nn / 4u][nn % 4u] = v[e];
       }
     } else

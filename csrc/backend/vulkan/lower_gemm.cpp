@@ -117,11 +117,13 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     if (!set_shader(out[0], "gemm_gemv", c, lim, why)) return -1;
   } else {
     const Tile t = kTiles[int(pipe)];
-    // Whole aligned words along a contiguous dimension (the shaders' fast loads): float32 rows
-    // of 16-byte vec4s for the large tile, float16 pairs (4-byte words) for coopmat.
+    // Whole aligned words along a contiguous dimension (the shaders' fast loads): 4 elements of
+    // float32 (16 bytes) or float16 / bfloat16 (8 bytes) for the large tile, float16 pairs
+    // (4-byte words) for coopmat.
     if (pipe == GemmPipe::large && c == Compute::f32) {
-      if (da == DType::f32) flags |= layout_flags(p.a, p.sa, 4, 4, GEMM_A_K, GEMM_A_M);
-      if (db == DType::f32) flags |= layout_flags(p.b, p.sb, 4, 4, GEMM_B_N, GEMM_B_K);
+      auto vec4_size = [](DType d) { return d == DType::f32 ? 4 : d == DType::f16 || d == DType::bf16 ? 2 : 0; };
+      if (const int e = vec4_size(da)) flags |= layout_flags(p.a, p.sa, 4, e, GEMM_A_K, GEMM_A_M);
+      if (const int e = vec4_size(db)) flags |= layout_flags(p.b, p.sb, 4, e, GEMM_B_N, GEMM_B_K);
     } else if (pipe == GemmPipe::coopmat) {
       flags |= layout_flags(p.a, p.sa, 2, 2, GEMM_A_K, GEMM_A_M);
       flags |= layout_flags(p.b, p.sb, 2, 2, GEMM_B_N, GEMM_B_K);
