@@ -31,6 +31,10 @@ def _cases(dtype, g):
            ("a transposed", r(40, 130).t(), r(40, 70)),
            ("b transposed (nn.Linear)", r(130, 48), r(70, 48).t()),
            ("both transposed", r(48, 128).t(), r(64, 48).t()),
+           # whole tiles (the large and coopmat tiles' vector loads) in the other two layouts,
+           # k = 72: whole k slices, then a partial one (element by element) in the same tile
+           ("whole tiles, a transposed, k=72", r(72, 256).t(), r(72, 128)),
+           ("whole tiles, b transposed, k=72", r(128, 72), r(256, 72).t()),
            ("stepped b", r(129, 33), r(33, 140)[:, ::2]),
            ("unaligned a (offset 1)", r(130, 33)[:, 1:], r(32, 64)),
            ("m=1 k=300", r(1, 300), r(300, 64)),
