@@ -185,6 +185,33 @@ def test_non_blocking_upload_from_pinned_memory_reads_it_directly():
     assert out.cpu()[10:20].tolist() == list(range(40, 50)) and out.cpu()[:10].tolist() == [0] * 10
 
 
+def test_download_into_pinned_memory_writes_it_directly():
+    """vkml -> pinned host memory (vkml:0's): the GPU writes the pinned block itself, in one flush,
+    where a pageable destination goes through 16 MiB staging blocks and a copy on the host (40 MiB:
+    3 flushes). Every dtype, into a slice of a pinned tensor (the rest untouched), blocking or not."""
+    n = 10 << 20  # 40 MiB of float32, exact integers
+    d = torch.arange(n, dtype=torch.float32, device="vkml")
+    torch.vkml.synchronize()
+
+    def flushes(fn):
+        before = vkml_torch.stats()["flushes"]
+        fn()
+        return vkml_torch.stats()["flushes"] - before
+
+    pinned, pageable = torch.empty(n, pin_memory=True), torch.empty(n)
+    assert flushes(lambda: pinned.copy_(d)) == 1
+    assert flushes(lambda: pageable.copy_(d)) == 3
+    assert torch.equal(pinned, torch.arange(n, dtype=torch.float32)) and torch.equal(pageable, pinned)
+    for dtype in [torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int8, torch.bool]:
+        for non_blocking in (False, True):
+            x = (torch.arange(30) % 7).to(dtype)
+            p = torch.zeros(40, dtype=dtype).pin_memory()
+            p[5:35].copy_(x.to("vkml"), non_blocking=non_blocking)
+            torch.vkml.synchronize()
+            assert torch.equal(p[5:35], x), (dtype, non_blocking)
+            assert not p[:5].any() and not p[35:].any(), (dtype, non_blocking)
+
+
 def test_freeing_pinned_memory_waits_for_the_copies_that_read_it():
     n = 1 << 16
     p = torch.arange(n, dtype=torch.float32).pin_memory()

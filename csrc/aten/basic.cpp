@@ -177,7 +177,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   } else {  // vkml -> cpu
     at::Tensor src = self.is_contiguous() ? self : self.contiguous();
     if (dst.is_contiguous() && dst.scalar_type() == src.scalar_type() && dst.sizes() == src.sizes()) {
-      check(device().download(addr_of(src), dst.data_ptr(), size_t(src.nbytes())));
+      // Into pinned memory (vkml:0's): the GPU writes it directly, no staging copy on the host.
+      const size_t bytes = size_t(src.nbytes());
+      const uint64_t pinned = self.device().index() == 0 ? pinned_device_address(dst.data_ptr(), bytes) : 0;
+      if (pinned) check(device().download_to_host_block(addr_of(src), pinned, bytes));
+      else check(device().download(addr_of(src), dst.data_ptr(), bytes));
     } else {
       at::Tensor tmp = at::empty(src.sizes(), src.options().device(c10::kCPU));
       if (tmp.numel()) check(device().download(addr_of(src), tmp.data_ptr(), size_t(src.nbytes())));

@@ -411,6 +411,14 @@ Result<void> Device::upload(uint64_t dst, const void* src, size_t bytes) {
   return {};
 }
 
+Result<void> Device::download_to_host_block(uint64_t src, uint64_t dst, size_t bytes) {
+  if (bytes == 0) return {};
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  ++stats_.nodes;
+  graph_.nodes.push_back(transfer_node(dst, src, bytes));
+  return flush_locked();
+}
+
 Result<void> Device::download(uint64_t src, void* dst, size_t bytes) {
   std::lock_guard<std::recursive_mutex> g(mu_);
   return download_locked(src, dst, bytes);

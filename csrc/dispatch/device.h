@@ -73,6 +73,8 @@ class Device {
   void release_later(const Block& b);
   // Records a copy to dst from a staging block's address (alloc_host's): no copy on the host.
   Result<void> upload_from_host_block(uint64_t dst, uint64_t src, size_t bytes);
+  // Copies src into a staging block's address (pinned memory) and waits: no copy on the host.
+  Result<void> download_to_host_block(uint64_t src, uint64_t dst, size_t bytes);
 
   // The graph rewrite run on every batch before it is submitted (plan::fuse; set by aten).
   static void set_planner(Planner p);
