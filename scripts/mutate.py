@@ -106,7 +106,8 @@ TARGETS = {
     "index": ("index.comp", ["index"], "index", ["test/test_index.py"], None),
     "conv": ("conv.comp", ["conv"], "conv", ["test/test_conv.py", REGR], None),
     "conv_tile": ("conv_tile.comp", ["conv_tile"], "conv", ["test/test_conv_tile.py"], None),
-    "conv_wgrad": ("conv_wgrad.comp", ["conv_wgrad"], "conv", ["test/test_conv.py", REGR, OPS], None),
+    "conv_wgrad": ("conv_wgrad.comp", ["conv_wgrad"], "conv", ["test/test_conv.py", "test/test_conv_tile.py", REGR, OPS], None),
+    "conv_wtile": ("conv_wtile.comp", ["conv_wtile"], "conv", ["test/test_conv_tile.py"], None),
     "norm": ("norm.comp", ["norm"], "norm", ["test/test_norm.py", REGR], None),
     "random": ("random.comp", ["random"], "random", ["test/test_random.py", "test/test_random_cpu_stream.py"], None),
 }

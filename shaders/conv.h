@@ -13,6 +13,7 @@ namespace vkml::pc {
 #endif
 
 #define CONV_SEQUENTIAL 2u  // conv_wgrad.comp: an invocation (not a workgroup) per result element
+#define CONV_FROM_PARTIALS 4u  // conv_wgrad.comp: lane t's sum is partials[t][r] (conv_wtile.comp)
 #define CONV_TREE_MIN 256u  // terms per element from which a workgroup shares an element's sum
 
 // Element strides are ordered [n, c, d0, d1, d2] (the weight's [c0, c1, k0, k1, k2]). For the
@@ -34,6 +35,7 @@ PC_BEGIN(ConvPc)
   u64 s; u64 b; u64 w; u64 bias;  // device addresses; bias 0: none
   u64 params;                     // address of the ConvGeom (put_params)
   u64 count;                      // result elements
+  u64 partials;                   // the weight gradient's lanes' sums (conv_wtile.comp), or 0
 PC_END(ConvPc)
 
 #ifdef __cplusplus

@@ -7,9 +7,12 @@
 // Invocation t takes terms t, t + 128, t + 256, ... in order; the 128 partial sums are then added
 // by a fixed tree in shared memory. With few terms per element (CONV_SEQUENTIAL) one invocation
 // sums an element's terms in order instead. No atomics: the same inputs give the same bits.
+// CONV_FROM_PARTIALS: the 128 partial sums of a weight gradient were computed by
+// conv_wtile.comp (tiled, the same sums); an invocation per element adds them as the tree does.
 #version 460
 #include "common.glsl"
 #include "conv.h"
+#include "conv_partials.glsl"
 
 layout(local_size_x = 128) in;
 
@@ -19,9 +22,26 @@ int64_t at5(const int st[8], int n, int c, ivec3 p) {
   return int64_t(n) * st[0] + int64_t(c) * st[1] + int64_t(p.x) * st[2] + int64_t(p.y) * st[3] + int64_t(p.z) * st[4];
 }
 
+// CONV_FROM_PARTIALS: result element r's 128 lane sums (conv_wtile.comp) added as the workgroup
+// tree below adds them (red[t] += red[t + w], w = 64 .. 1), by one invocation: a left-first walk
+// of that tree meets lane t at step bitreverse7(t), so a binary counter of partial sums, fed the
+// lanes in that order, performs the same additions on the same operands, left operand first.
+T tree_of_partials(uint64_t r) {
+  precise T lvl[8];
+  for (uint i = 0u; i < 128u; ++i) {
+    const uint lane = bitfieldReverse(i) >> 25;
+    precise T x = load_T(pc.partials + (uint64_t(lane) * pc.count + r) * PSIZE, DT_PARTIAL);
+    uint l = 0u;
+    for (; ((i >> l) & 1u) != 0u; ++l) x = lvl[l] + x;
+    lvl[l] = x;
+  }
+  return lvl[7];
+}
+
 void main() {
   ConvGeom g = ConvGeom(pc.params);
-  const bool seq = (g.flags & CONV_SEQUENTIAL) != 0u;
+  const bool from_partials = (g.flags & CONV_FROM_PARTIALS) != 0u;
+  const bool seq = from_partials || (g.flags & CONV_SEQUENTIAL) != 0u;
   const uint64_t r = seq ? global_index() : group_index();
   if (r >= pc.count) return;  // a workgroup's tree sum: uniform over the workgroup
   const uint t = seq ? 0u : gl_LocalInvocationID.x, step = seq ? 1u : 128u;
@@ -53,7 +73,8 @@ void main() {
   }
   const int b = (a / (c0 / groups)) * c1 + bl;
   const ivec3 koff = k * dil - pad;  // B position = o * stride + koff
-  for (uint j = t; j < terms; j += step) {
+  if (from_partials) acc = tree_of_partials(r);
+  else for (uint j = t; j < terms; j += step) {
     const int n = int(j / per_n);
     uint rem = j % per_n;
     ivec3 o;

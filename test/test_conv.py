@@ -347,16 +347,16 @@ def test_overflowing_products_are_rounded_not_fused():
 
 def test_many_workgroups():
     """Results past 65,535 workgroups in one grid dimension (the Vulkan 1.3 floor, VKML_MIN_SPEC=1):
-    a weight gradient of 76,800 elements of 256 terms each (a workgroup per element), and a
-    forward and input gradient of 2^23 + 4,096 elements (128 per workgroup). Each takes lavapipe
-    seconds, so each runs once."""
-    x, w, gy = _rand((1, 256, 16, 16), torch.float32, 1), _rand((300, 256, 1, 1), torch.float32, 2), _rand((1, 300, 16, 16), torch.float32, 3)
+    a weight gradient of 76,800 elements of 256 terms each (a workgroup per element: 2 groups, so
+    the direct kernel, not the tiled one), and a forward and input gradient of 2^23 + 4,096
+    elements (128 per workgroup). Each takes lavapipe seconds, so each runs once."""
+    x, w, gy = _rand((1, 512, 16, 16), torch.float32, 1), _rand((300, 256, 1, 1), torch.float32, 2), _rand((1, 300, 16, 16), torch.float32, 3)
     with check_mode():
         gw = A.convolution_backward_overrideable(gy.to(DEV), x.to(DEV), w.to(DEV), [1, 1], [0, 0], [1, 1], False,
-                                                 [0, 0], 1, [False, True, False])[1].cpu()
-    ref = A.convolution_backward(gy, x, w, [300], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])[1]
+                                                 [0, 0], 2, [False, True, False])[1].cpu()
+    ref = A.convolution_backward(gy, x, w, [300], [1, 1], [0, 0], [1, 1], False, [0, 0], 2, [False, True, False])[1]
     sc = A.convolution_backward(gy.abs().double(), x.abs().double(), w.abs().double(), [300], [1, 1], [0, 0],
-                                [1, 1], False, [0, 0], 1, [False, True, False])[1]
+                                [1, 1], False, [0, 0], 2, [False, True, False])[1]
     assert_close_row(BWD, gw, ref, sc, 256)
     n = (1 << 23) + 4096
     x = _rand((1, 1, n), torch.float32, 5)

@@ -1,6 +1,7 @@
-"""The tiled convolution kernel (shaders/conv_tile.comp) against the direct one (conv.comp), for
-both passes it runs: a convolution's forward, and (stride 1) a transposed convolution's forward
-and a convolution's input gradient. The same terms in the same order, so the same bytes, in
+"""The tiled convolution kernels against the direct ones: shaders/conv_tile.comp against conv.comp
+for both passes it runs, a convolution's forward and (stride 1) a transposed convolution's forward
+and a convolution's input gradient; conv_wtile.comp (then conv_wgrad.comp's tree over its sums)
+against conv_wgrad.comp for weight gradients. The same terms in the same order, so the same bytes, in
 every float dtype, over edge tiles in all three directions (positions, channels, terms), strides,
 padding, dilation, groups, 1-, 2- and 3-d, channels-last and sliced operands, NaN/Inf (an
 infinite weight where the input gradient's border taps are no terms), products that overflow,
@@ -58,6 +59,20 @@ def _cases():
     gy, w = r(1, 20, 6, 6), r(20, 18, 3, 3)
     w[4, 2, 0, 0], w[9, 17, 2, 1], gy[0, 1, 3, 3] = float("inf"), float("nan"), float("inf")
     out.append(("input grad Inf weight", "input grad", gy, w, None, dict(padding=1, in_shape=(1, 18, 6, 6))))
+    # Weight gradients (shaders/conv_wtile.comp, then conv_wgrad.comp's tree): the operand is the
+    # output gradient, the "weight" slot the convolution's input. At least 256 terms (batch x
+    # positions) each; 312 = 2 x 128 + 56 gives lanes of 3 and of 2 terms; 70 x 180 results make
+    # edge tiles both ways.
+    out += [
+        ("weight grad 3x3 pad 1", "weight grad", r(2, 70, 12, 13), r(2, 20, 12, 13), None, dict(padding=1, w_shape=(70, 20, 3, 3))),
+        ("weight grad stride dilation", "weight grad", r(2, 24, 15, 9), r(2, 17, 30, 24), None,
+         dict(stride=(2, 3), padding=(2, 1), dilation=(2, 1), w_shape=(24, 17, 3, 2))),
+        ("weight grad conv1d", "weight grad", r(8, 33, 35), r(8, 24, 100), None, dict(stride=3, padding=4, w_shape=(33, 24, 5))),
+        ("weight grad conv3d", "weight grad", r(2, 18, 7, 7, 9), r(2, 8, 6, 7, 8), None, dict(padding=1, w_shape=(18, 8, 2, 3, 2))),
+    ]
+    gy, x = r(2, 16, 12, 12), r(2, 16, 12, 12)
+    gy[0, 3, 5, 5], x[1, 2, 0, 0], x[0, 7, 4, 4] = float("nan"), float("inf"), float("-inf")
+    out.append(("weight grad NaN and Inf", "weight grad", gy, x, None, dict(padding=1, w_shape=(16, 16, 3, 3))))
     return out
 
 
@@ -69,6 +84,13 @@ def _run(kind, x, w, b, kw):
         return TFNS[x.dim() - 2](x, w, b, **kw)
     d = x.dim() - 2
     kw = dict(kw)
+    if kind == "weight grad":  # x: the output gradient, w: the convolution's input
+        st, pad, dil = ([v] * d if isinstance(v, int) else list(v)
+                        for v in (kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1)))
+        weight = torch.empty(kw["w_shape"], dtype=x.dtype, device=x.device)
+        fn = A.convolution_backward if x.device.type == "cpu" else A.convolution_backward_overrideable
+        extra = [None] if x.device.type == "cpu" else []
+        return fn(x, w, weight, *extra, st, pad, dil, False, [0] * d, 1, [False, True, False])[1]
     shape = kw.pop("in_shape")
     st, pad, dil = ([v] * d if isinstance(v, int) else list(v)
                     for v in (1, kw.get("padding", 0), kw.get("dilation", 1)))
@@ -145,8 +167,10 @@ def _reference(kind, x, w, b, kw, dtype):
     return ref.to(dtype), scale
 
 
-def _terms(kind, w, b, kw):
+def _terms(kind, x, w, b, kw):
     """Terms behind one result element (a bound: a to_big result reaches fewer kernel taps)."""
+    if kind == "weight grad":  # batch x output positions
+        return x.shape[0] * x[0, 0].numel()
     per_tap = w.shape[1] if kind == "conv" else w.shape[0] // kw.get("groups", 1)
     return per_tap * w[0, 0].numel() + (b is not None)
 
@@ -156,8 +180,10 @@ def test_tiled_same_bytes_as_direct_and_close_to_cpu():
     with tempfile.TemporaryDirectory() as tmp:
         tiled = _run_child("tiled", os.path.join(tmp, "tiled.pt"), check=True)
         direct = _run_child("direct", os.path.join(tmp, "direct.pt"), check=False)
-    assert tiled["kernels"] and all("conv_tile" in k for k in tiled["kernels"]), tiled["kernels"]
-    assert direct["kernels"] and not any("conv_tile" in k for k in direct["kernels"]), direct["kernels"]
+    # tiled: conv_tile, and for weight gradients conv_wtile then conv_wgrad's tree over its sums
+    assert tiled["kernels"] and all(any(s in k for s in ("conv_tile", "conv_wtile", "conv_wgrad")) for k in tiled["kernels"]) \
+        and any("conv_wtile" in k for k in tiled["kernels"]), tiled["kernels"]
+    assert direct["kernels"] and not any("conv_tile" in k or "conv_wtile" in k for k in direct["kernels"]), direct["kernels"]
     fwd, bwd = row("convolution"), row("convolution_backward")
     inputs = _inputs()
     assert set(tiled["results"]) == set(direct["results"]) == set(inputs)
@@ -166,12 +192,14 @@ def test_tiled_same_bytes_as_direct_and_close_to_cpu():
         assert t.shape == d.shape and torch.equal(t.contiguous().view(torch.uint8), d.contiguous().view(torch.uint8)), \
             f"{key}: the tiled kernel's bytes differ from the direct kernel's"
         ref, scale = _reference(kind, x, w, b, kw, x.dtype)
-        assert_close_row(fwd if kind != "input grad" else bwd, t, ref, scale, _terms(kind, w, b, kw), what=key)
+        assert_close_row(fwd if kind == "conv" or kind == "transposed" else bwd, t, ref, scale, _terms(kind, x, w, b, kw), what=key)
     nan = tiled["results"]["NaN and Inf torch.float32"]
     assert nan.isnan().any() and nan.isinf().any(), "the special-values case made no NaN or Inf"
     assert tiled["results"]["overflowing product torch.float32"].isnan().any(), "no overflowing product met an infinity"
     grad = tiled["results"]["input grad Inf weight torch.float32"]
     assert grad.isnan().any() and not grad.isnan().all(), "the infinite weight made no NaN, or only NaN"
+    wg = tiled["results"]["weight grad NaN and Inf torch.float32"]
+    assert wg.isnan().any() and not wg.isnan().all(), "the weight gradient's NaN/Inf made no NaN, or only NaN"
 
 
 # (id, pass, input or output-gradient shape, weight shape, groups, stride, dtype, the kernel wanted)
@@ -186,6 +214,11 @@ CHOICES = [
     # with stride s only one tap in s^d reaches an input position: the tile would multiply all
     ("input gradient, stride 1", "input grad", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.float32, "conv_tile"),
     ("input gradient, stride 2", "input grad", (1, 32, 4, 4), (32, 32, 3, 3), 1, 2, torch.float32, "conv_f"),
+    # weight gradients: tiled from 256 terms (batch x positions) and 1,024 results, one group
+    ("weight gradient, 256 terms", "weight grad", (1, 32, 16, 16), (32, 32, 3, 3), 1, 1, torch.float32, "conv_wtile"),
+    ("weight gradient, 255 terms", "weight grad", (1, 32, 15, 17), (32, 32, 3, 3), 1, 1, torch.float32, "conv_wgrad"),
+    ("weight gradient, 2 groups", "weight grad", (1, 32, 16, 16), (32, 16, 3, 3), 2, 1, torch.float32, "conv_wgrad"),
+    ("weight gradient, 900 results", "weight grad", (1, 10, 16, 16), (10, 10, 3, 3), 1, 1, torch.float32, "conv_wgrad"),
 ]
 
 
@@ -201,6 +234,10 @@ def choice_child():
         with vkml_torch.profile() as p:
             if kind == "conv":
                 F.conv2d(x, w, groups=groups, padding=1).cpu()
+            elif kind == "weight grad":  # x: the output gradient; stride 1, padding 1: same spatial size
+                inp = torch.ones(1, ws[1] * groups, *xs[2:], dtype=dtype, device="vkml")
+                A.convolution_backward_overrideable(x, inp, w, [1, 1], [1, 1], [1, 1], False, [0, 0], groups,
+                                                    [False, True, False])[1].cpu()
             else:
                 inp = torch.empty(1, ws[1] * groups, 8, 8, dtype=dtype, device="vkml")
                 A.convolution_backward_overrideable(x, inp, w, [stride] * 2, [1, 1], [1, 1], False, [0, 0], groups,
@@ -219,7 +256,9 @@ def test_choice_by_shape():
     assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
     got = json.loads(p.stdout.strip().splitlines()[-1])
     for name, *_, want in CHOICES:
-        assert len(got[name]) == 1 and want in got[name][0], f"{name}: ran {got[name]}, wanted {want}"
+        # conv_wtile is followed by conv_wgrad's tree over its partial sums
+        ran = got[name][:1] if want == "conv_wtile" and got[name][1:] and "conv_wgrad" in got[name][1] else got[name]
+        assert len(ran) == 1 and want in ran[0], f"{name}: ran {got[name]}, wanted {want}"
 
 
 if __name__ == "__main__":

@@ -110,6 +110,7 @@ int64_t prod(at::IntArrayRef v) { return std::accumulate(v.begin(), v.end(), int
 void emit(OpId id, ConvArgs::Pass pass, const Params& p, const at::Tensor& result,
           std::initializer_list<std::pair<ConvArgs::Operand, const at::Tensor*>> operands, int64_t terms) {
   if (result.numel() == 0) return;
+  at::Tensor scratch;  // the tiled weight gradient's partial sums: freed at once (later nodes run after)
   const char* name = op_info(id).name;
   Node n;
   n.op = id;
@@ -122,6 +123,15 @@ void emit(OpId id, ConvArgs::Pass pass, const Params& p, const at::Tensor& resul
   a.dims = uint8_t(p.dims);
   a.groups = p.groups;
   for (int i = 0; i < p.dims; ++i) a.stride[i] = p.stride[i], a.padding[i] = p.padding[i], a.dilation[i] = p.dilation[i];
+  if (pass == ConvArgs::to_weight && env().conv_pipe != "direct") {
+    const c10::ScalarType t = result.scalar_type();
+    const int64_t esize = t == c10::kDouble ? 8 : t == c10::kFloat || t == c10::kHalf || t == c10::kBFloat16 ? 4 : 0;
+    const int64_t bytes = conv_wgrad_partial_bytes(p.groups, result.numel(), terms, esize, env().conv_pipe == "tiled");
+    if (bytes) {
+      scratch = at::empty({bytes}, result.options().dtype(c10::ScalarType::Byte));
+      a.partials = addr_of(scratch);
+    }
+  }
   n.args = a;
   n.t[ConvArgs::out] = desc_of(result, name);
   for (const auto& [slot, t] : operands)

@@ -1,7 +1,8 @@
 // The conv family -> shaders/conv_tile.comp (to_small, and to_big with stride 1, in float32/float64
 // compute with at least 16 result channels per group and 16 terms: a tiled implicit GEMM),
 // shaders/conv.comp (the rest of to_small and to_big: an invocation per result element) and
-// shaders/conv_wgrad.comp (to_weight, to_bias: a workgroup per result element). The geometry
+// shaders/conv_wgrad.comp (to_weight, to_bias: a workgroup per result element; a weight gradient
+// with aten's scratch first runs shaders/conv_wtile.comp, the same sums tiled). The geometry
 // (shaders/conv.h ConvGeom, 224 bytes) goes through the submission's parameter buffer.
 // VKML_CONV_PIPE=tiled|direct forces the kernel where both can run it (tests compare the two bit
 // for bit).
@@ -18,6 +19,8 @@ namespace {
 // Copies a role's sizes/strides into the geometry: [n or c0, c or c1, d0, d1, d2], spatial dims
 // right-aligned (a 1-d or 2-d convolution gets leading dims of size 1).
 constexpr uint64_t kTileM = 128, kTileN = 64;  // shaders/conv_tile.comp's BM, BN
+constexpr uint64_t kWTile = 64;                 // shaders/conv_wtile.comp's BA, BC
+static_assert(CONV_TREE_MIN == kConvTreeMin, "graph/families/conv.h and shaders/conv.h agree");
 
 // Whether shaders/conv_tile.comp runs this node (to_small, or to_big with stride 1), and how many
 // workgroups it takes.
@@ -137,23 +140,40 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     put_params(out[0], g, offsetof(pc::ConvPc, params));
     return 1;
   }
-  if (!set_shader(out[0], reduce ? "conv_wgrad" : "conv", c, lim, why)) return -1;
   bool per_group = false;  // a workgroup per result element, sharing its sum (shaders/conv_wgrad.comp)
+  int nd = 0;
   if (reduce) {  // the summed terms per result element must count in 32 bits
     const uint64_t terms = uint64_t(g.n) * uint64_t(g.ps[0]) * uint64_t(g.ps[1]) * uint64_t(g.ps[2]);
     if (terms > UINT32_MAX - kGroup) return why = "more than 2^32 terms per gradient element", -1;
     per_group = terms >= CONV_TREE_MIN;
     if (!per_group) g.flags |= CONV_SEQUENTIAL;
+    // The weight gradient's 128 lanes' sums as tiles (shaders/conv_wtile.comp) into the scratch
+    // aten gave (conv_wgrad_partial_bytes), then conv_wgrad.comp's tree over them: its bytes.
+    if (args.pass == A::to_weight && args.partials && per_group && g.groups == 1 &&
+        (c == Compute::f32 || c == Compute::f64)) {
+      const uint64_t cols = uint64_t(g.c1) * uint64_t(g.k[0]) * uint64_t(g.k[1]) * uint64_t(g.k[2]);
+      const uint64_t tiles = 128 * ((uint64_t(g.c0) + kWTile - 1) / kWTile) * ((cols + kWTile - 1) / kWTile);
+      if (!set_shader(out[0], "conv_wtile", c, lim, why)) return -1;
+      if (!grid2(tiles, lim, out[0])) return why = "too many groups", -1;
+      out[0].opcode = OP_CONV_WEIGHT;
+      p.partials = args.partials;
+      put(out[0], p);
+      put_params(out[0], g, offsetof(pc::ConvPc, params));
+      g.flags |= CONV_FROM_PARTIALS;  // then an invocation per element adds the lanes' sums
+      per_group = false;
+      nd = 1;
+    }
   }
+  if (!set_shader(out[nd], reduce ? "conv_wgrad" : "conv", c, lim, why)) return -1;
   const uint64_t groups = per_group ? count : (count + kGroup - 1) / kGroup;
-  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
-  out[0].opcode = args.pass == A::to_small ? OP_CONV_SMALL
-                  : args.pass == A::to_big ? OP_CONV_BIG
-                  : args.pass == A::to_weight ? OP_CONV_WEIGHT
-                                              : OP_CONV_BIAS;
-  put(out[0], p);
-  put_params(out[0], g, offsetof(pc::ConvPc, params));
-  return 1;
+  if (!grid2(groups, lim, out[nd])) return why = "too many groups", -1;
+  out[nd].opcode = args.pass == A::to_small ? OP_CONV_SMALL
+                   : args.pass == A::to_big ? OP_CONV_BIG
+                   : args.pass == A::to_weight ? OP_CONV_WEIGHT
+                                               : OP_CONV_BIAS;
+  put(out[nd], p);
+  put_params(out[nd], g, offsetof(pc::ConvPc, params));
+  return nd + 1;
 }
 
 }  // namespace vkml::vk

@@ -28,6 +28,24 @@ struct ConvArgs {
   uint8_t dims = 2;  // spatial dims, 1 to 3
   int64_t groups = 1;
   int64_t stride[3] = {1, 1, 1}, padding[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
+  // to_weight: device scratch for the tiled kernel's 128 partial sums per element (aten allocates
+  // it, conv_wgrad_partial_bytes; not an operand: check mode ignores it); 0: the direct kernel.
+  uint64_t partials = 0;
 };
+
+// Terms per element from which the weight gradient's direct kernel shares an element's sum over
+// a workgroup (shaders/conv.h CONV_TREE_MIN): the tiled kernel reproduces that form only.
+constexpr int64_t kConvTreeMin = 256;
+
+// Scratch bytes for a weight gradient through shaders/conv_wtile.comp: one group, a float compute
+// type of `esize` bytes, at least kConvTreeMin terms (n x output positions) per element, and 128
+// partial sums per element in at most 256 MiB; 0: the direct kernel. `count`: the gradient's
+// elements; small gradients (under 1,024 elements) stay direct unless `force`.
+inline int64_t conv_wgrad_partial_bytes(int64_t groups, int64_t count, int64_t terms, int64_t esize, bool force) {
+  if (groups != 1 || esize == 0 || terms < kConvTreeMin || count <= 0) return 0;
+  const int64_t bytes = 128 * count * esize;
+  if (bytes > (int64_t(256) << 20) || (!force && count < 1024)) return 0;
+  return bytes;
+}
 
 }  // namespace vkml
