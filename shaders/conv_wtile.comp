@@ -32,6 +32,15 @@ int64_t at5(const int st[8], int n, int c, ivec3 p) {
   return int64_t(n) * st[0] + int64_t(c) * st[1] + int64_t(p.x) * st[2] + int64_t(p.y) * st[3] + int64_t(p.z) * st[4];
 }
 
+// Term j: its batch index n (returned) and output position o, as conv_wgrad.comp splits it.
+int term_at(uint j, uint per_n, ivec3 ps, out ivec3 o) {
+  uint rem = j % per_n;
+  o.z = int(rem % uint(ps.z)); rem /= uint(ps.z);
+  o.y = int(rem % uint(ps.y));
+  o.x = int(rem / uint(ps.y));
+  return int(j / per_n);
+}
+
 void main() {
   ConvGeom g = ConvGeom(pc.params);
   const ivec3 ps = ivec3(g.ps[0], g.ps[1], g.ps[2]), pb = ivec3(g.pb[0], g.pb[1], g.pb[2]);
@@ -65,13 +74,9 @@ void main() {
       const uint e = tid + 128u * l, kk = e / BA, r = e % BA;
       T v = T(0);
       if (i0 + kk < mine && a0 + r < rows) {
-        const uint j = lane + 128u * (i0 + kk), n = j / per_n;
-        uint rem = j % per_n;
         ivec3 o;
-        o.z = int(rem % uint(ps.z)); rem /= uint(ps.z);
-        o.y = int(rem % uint(ps.y));
-        o.x = int(rem / uint(ps.y));
-        v = load_T(pc.s + uint64_t(at5(sts, int(n), int(a0 + r), o)) * es, dts);
+        const int n = term_at(lane + 128u * (i0 + kk), per_n, ps, o);
+        v = load_T(pc.s + uint64_t(at5(sts, n, int(a0 + r), o)) * es, dts);
       }
       Ss[kk][r] = v;
     }
@@ -79,12 +84,8 @@ void main() {
       const uint e = tid + 128u * l, kk = e / BC, c = e % BC;
       T v = T(0);
       if (i0 + kk < mine && c0 + c < cols) {
-        const uint j = lane + 128u * (i0 + kk), n = j / per_n;
-        uint rem = j % per_n;
         ivec3 o;
-        o.z = int(rem % uint(ps.z)); rem /= uint(ps.z);
-        o.y = int(rem % uint(ps.y));
-        o.x = int(rem / uint(ps.y));
+        const int n = term_at(lane + 128u * (i0 + kk), per_n, ps, o);
         uint q = c0 + c;
         ivec3 k;
         k.z = int(q % uint(ks.z)); q /= uint(ks.z);
@@ -93,7 +94,7 @@ void main() {
         const int bl = int(q / uint(ks.x));
         const ivec3 p = o * st + k * dil - pad;
         if (uint(p.x) < uint(pb.x) && uint(p.y) < uint(pb.y) && uint(p.z) < uint(pb.z))
-          v = load_T(pc.b + uint64_t(at5(stb, int(n), bl, p)) * eb, dtb);
+          v = load_T(pc.b + uint64_t(at5(stb, n, bl, p)) * eb, dtb);
       }
       Bs[kk][c] = v;
     }
