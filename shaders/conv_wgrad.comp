@@ -12,15 +12,11 @@
 #version 460
 #include "common.glsl"
 #include "conv.h"
-#include "conv_partials.glsl"
+#include "conv_wgrad.glsl"
 
 layout(local_size_x = 128) in;
 
 shared T red[128];
-
-int64_t at5(const int st[8], int n, int c, ivec3 p) {
-  return int64_t(n) * st[0] + int64_t(c) * st[1] + int64_t(p.x) * st[2] + int64_t(p.y) * st[3] + int64_t(p.z) * st[4];
-}
 
 // CONV_FROM_PARTIALS: result element r's 128 lane sums (conv_wtile.comp) added as the workgroup
 // tree below adds them (red[t] += red[t + w], w = 64 .. 1), by one invocation: a left-first walk
@@ -75,12 +71,8 @@ void main() {
   const ivec3 koff = k * dil - pad;  // B position = o * stride + koff
   if (from_partials) acc = tree_of_partials(r);
   else for (uint j = t; j < terms; j += step) {
-    const int n = int(j / per_n);
-    uint rem = j % per_n;
     ivec3 o;
-    o.z = int(rem % uint(ps.z)); rem /= uint(ps.z);
-    o.y = int(rem % uint(ps.y));
-    o.x = int(rem / uint(ps.y));
+    const int n = term_at(j, per_n, ps, o);
     T x = T(1);
     if (OP == OP_CONV_WEIGHT) {  // a position in the padding is a zero that still multiplies (inf * 0 = NaN)
       const ivec3 i = o * st + koff;

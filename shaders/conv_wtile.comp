@@ -22,24 +22,11 @@
 #else
 #define BK 16u
 #endif
-#include "conv_partials.glsl"
+#include "conv_wgrad.glsl"
 layout(local_size_x = 128) in;
 
 shared T Ss[BK][BA];  // [term][a]
 shared T Bs[BK][BC];  // [term][column]
-
-int64_t at5(const int st[8], int n, int c, ivec3 p) {
-  return int64_t(n) * st[0] + int64_t(c) * st[1] + int64_t(p.x) * st[2] + int64_t(p.y) * st[3] + int64_t(p.z) * st[4];
-}
-
-// Term j: its batch index n (returned) and output position o, as conv_wgrad.comp splits it.
-int term_at(uint j, uint per_n, ivec3 ps, out ivec3 o) {
-  uint rem = j % per_n;
-  o.z = int(rem % uint(ps.z)); rem /= uint(ps.z);
-  o.y = int(rem % uint(ps.y));
-  o.x = int(rem / uint(ps.y));
-  return int(j / per_n);
-}
 
 void main() {
   ConvGeom g = ConvGeom(pc.params);

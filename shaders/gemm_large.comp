@@ -3,7 +3,8 @@
 // 8x8 outputs per invocation, BK-deep k slices through shared memory (12 KiB: fits the 16 KiB
 // floor). Interior tiles of float32, float16 or bfloat16 operands whose rows (or columns) are
 // contiguous and aligned for 4 elements (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags) load 4
-// elements at once (16 or 8 bytes); everything else loads element by element with any strides. Each output sums k in order: deterministic.
+// elements at once (16 or 8 bytes); everything else loads element by element with any strides.
+// Each output sums k in order: deterministic.
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #define PC_GEMM

@@ -118,6 +118,12 @@ inline int spec_dtypes(Dispatch* out, int count, const Limits& lim, uint32_t dty
 }
 
 inline bool fits_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+// The alignment a 4-element block of dtype d needs for shaders/common.glsl's ld_block4 /
+// st_block4 (the contiguous fast paths): min(4 * size, 16) bytes.
+inline uint64_t block4_align(DType d) {
+  const uint64_t esz = dtype_size(d);
+  return esz * 4 < 16 ? esz * 4 : 16;
+}
 
 // Spreads `groups` over a 2-D grid within the device's group-count limits.
 bool grid2(uint64_t groups, const Limits& lim, Dispatch& d);

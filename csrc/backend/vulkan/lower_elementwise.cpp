@@ -30,7 +30,7 @@ uint32_t fast_path_flags(int nd, const int64_t (*st)[kMaxDims], const TensorDesc
   for (int k = 0, slot = 0; k < 3; ++k) {
     if (!ops[k]) continue;
     const int64_t s = nd == 0 ? 1 : st[slot++][0];
-    const uint64_t esz = dtype_size(ops[k]->dtype), align = esz * 4 < 16 ? esz * 4 : 16;
+    const uint64_t align = block4_align(ops[k]->dtype);
     if (s == 0 && k > 0) {  // one value: loaded on its own, any alignment
       flags |= k == 1 ? EW_BCAST_A : EW_BCAST_B;
       continue;

@@ -1,7 +1,6 @@
 // The random family -> shaders/random.comp: one dispatch, one invocation per output element (per 4
-// elements of dense, aligned operands). The
-// operands' addresses, coalesced sizes and strides go in a parameter block (shaders/rng.h).
-#include <algorithm>
+// elements of dense, aligned operands). The operands' addresses, coalesced sizes and strides go in
+// a parameter block (shaders/rng.h).
 #include <cstddef>
 #include <string>
 
@@ -38,13 +37,9 @@ int lower_random(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     p.size[d] = sz[d];
     for (int k = 0; k < nops; ++k) p.st[k * RNG_MAX_DIMS + d] = st[k][d];
   }
-  // Blocks of 4 elements where every operand is dense and its address aligned to
-  // min(4 * element size, 16) bytes (shaders/common.glsl's ld_block4 / st_block4).
+  // Blocks of 4 elements where every operand is dense and aligned for them.
   bool block4 = dense;
-  for (int k = 0; k < nops && block4; ++k) {
-    const uint64_t esz = uint64_t(dtype_size(n.t[k].dtype));
-    block4 = n.t[k].addr % std::min<uint64_t>(4 * esz, 16) == 0;
-  }
+  for (int k = 0; k < nops && block4; ++k) block4 = n.t[k].addr % block4_align(n.t[k].dtype) == 0;
   p.flags = (dense ? RNG_CONTIGUOUS : 0u) | (block4 ? RNG_BLOCK4 : 0u) | (n.nin ? RNG_HAS_IN : 0u);
   p.numel = uint64_t(numel);
   p.seed = g.seed;

@@ -46,7 +46,7 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   }
   // The dense fast path: one reduced dim of stride 1 and every row's start aligned for the
   // shader's 4-element loads (min(4 * size, 16) bytes; chunk starts are multiples of 65536).
-  const uint64_t esz = dtype_size(in.dtype), align = esz * 4 < 16 ? esz * 4 : 16;
+  const uint64_t esz = dtype_size(in.dtype), align = block4_align(in.dtype);
   bool dense = nr == 1 && rst[0][0] == 1 && in.addr % align == 0;
   for (int d = 0; d < nk && dense; ++d) dense = (uint64_t(kst[0][d]) * esz) % align == 0;
   p.flags = dense ? REDUCE_DENSE : 0u;
