@@ -27,13 +27,18 @@ void gemm_k_range(uint64_t z, out uint lo, out uint hi) {
 }
 
 // C[b, gm, gn] = alpha * acc (+ beta * bias): the epilogue of every pipeline.
-void store_c(int64_t bt, uint gm, uint gn, T acc) {
-  uint dtc = DTYPES & 0xffu, dtbias = (DTYPES >> 24) & 0xffu;
+T c_value(int64_t bt, uint gm, uint gn, T acc) {
+  uint dtbias = (DTYPES >> 24) & 0xffu;
   T v = from_raw(pc.alpha) * acc;
   if (pc.bias != 0UL) {  // no bias: C's old contents (maybe NaN) never enter
     int64_t o = bt * pc.sbias[0] + int64_t(gm) * pc.sbias[1] + int64_t(gn) * pc.sbias[2];
     v = from_raw(pc.beta) * load_T(pc.bias + uint64_t(o * int64_t(dsize(dtbias))), dtbias) + v;
   }
+  return v;
+}
+void store_c(int64_t bt, uint gm, uint gn, T acc) {
+  uint dtc = DTYPES & 0xffu;
+  T v = c_value(bt, gm, gn, acc);
   int64_t oc = bt * pc.sc[0] + int64_t(gm) * pc.sc[1] + int64_t(gn) * pc.sc[2];
   store_T(pc.c + uint64_t(oc * int64_t(dsize(dtc))), dtc, v);
 }

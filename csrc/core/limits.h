@@ -17,7 +17,8 @@ struct Limits {
   bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
   bool float16 = false;
   // VK_NV_cooperative_matrix enabled as shaders/gemm_coop.comp needs it (backend/vulkan/device.cpp);
-  // a feature, kept under VKML_MIN_SPEC (its shader fits the floor's 16 KiB and 128 invocations).
+  // a feature, kept under VKML_MIN_SPEC, but its shader needs 24 KiB of shared memory, so the
+  // floor's 16 KiB runs float16 gemm on the scalar tiles (lower_gemm.cpp pick()).
   bool cooperative_matrix = false;
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
   // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.

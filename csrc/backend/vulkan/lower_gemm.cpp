@@ -18,13 +18,17 @@ struct Tile {
   uint32_t bm, bn;
   const char* shader;
 };
-constexpr Tile kTiles[] = {{0, 0, ""}, {32, 32, "gemm"}, {128, 64, "gemm_large"}, {64, 64, "gemm_coop"}};  // by GemmPipe
+constexpr Tile kTiles[] = {{0, 0, ""}, {32, 32, "gemm"}, {128, 64, "gemm_large"}, {128, 128, "gemm_coop"}};  // by GemmPipe
+
+constexpr uint32_t kCoopShared = 24576;  // shaders/gemm_coop.comp: two 10 KiB slices + 4 KiB staging
 
 // The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
-// for float16 operands where the device has cooperative matrices (forced or not). The tiles fit
-// the 16 KiB / 128-invocation floor, so nothing else depends on the limits.
+// for float16 operands where the device has cooperative matrices and 24 KiB of shared memory
+// (forced or not; so not under VKML_MIN_SPEC's 16 KiB). The other tiles fit the 16 KiB /
+// 128-invocation floor.
 GemmPipe pick(GemmPipe shape, const Limits& lim, Compute c, DType da, DType db, int64_t K) {
-  const bool coop = lim.cooperative_matrix && c == Compute::f32 && da == DType::f16 && db == DType::f16;
+  const bool coop = lim.cooperative_matrix && lim.max_shared_memory >= kCoopShared && c == Compute::f32 &&
+                    da == DType::f16 && db == DType::f16;
   if (shape == GemmPipe::large && coop && (K >= 32 || gemm_forced() == GemmForce::coopmat)) return GemmPipe::coopmat;
   return shape;
 }
@@ -118,15 +122,15 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   } else {
     const Tile t = kTiles[int(pipe)];
     // Whole aligned words along a contiguous dimension (the shaders' fast loads): 4 elements of
-    // float32 (16 bytes) or float16 / bfloat16 (8 bytes) for the large tile, float16 pairs
-    // (4-byte words) for coopmat.
+    // float32 (16 bytes) or float16 / bfloat16 (8 bytes) for the large tile, 16-byte units of 8
+    // halves for coopmat.
     if (pipe == GemmPipe::large && c == Compute::f32) {
       auto vec4_size = [](DType d) { return d == DType::f32 ? 4 : d == DType::f16 || d == DType::bf16 ? 2 : 0; };
       if (const int e = vec4_size(da)) flags |= layout_flags(p.a, p.sa, 4, e, GEMM_A_K, GEMM_A_M);
       if (const int e = vec4_size(db)) flags |= layout_flags(p.b, p.sb, 4, e, GEMM_B_N, GEMM_B_K);
     } else if (pipe == GemmPipe::coopmat) {
-      flags |= layout_flags(p.a, p.sa, 2, 2, GEMM_A_K, GEMM_A_M);
-      flags |= layout_flags(p.b, p.sb, 2, 2, GEMM_B_N, GEMM_B_K);
+      flags |= layout_flags(p.a, p.sa, 8, 2, GEMM_A_K, GEMM_A_M);
+      flags |= layout_flags(p.b, p.sb, 8, 2, GEMM_B_N, GEMM_B_K);
     }
     groups = ((uint64_t(N) + t.bn - 1) / t.bn) * ((uint64_t(M) + t.bm - 1) / t.bm) * layers;
     if (!set_shader(out[0], t.shader, c, lim, why)) return -1;
