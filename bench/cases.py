@@ -162,18 +162,22 @@ def conv_case(batch, ch, hw):
                 2 * batch * ch * hw * hw * ch * 9, build, "conv")
 
 
-def conv_grad_case(batch, ch, hw, which):
+def conv_grad_case(batch, ch, hw, which, stride=1):
     """The same layer's input or weight gradient alone (aten.convolution_backward with one output
-    asked for): a training step's other two convolutions."""
+    asked for): a training step's other two convolutions. stride 2: a downsampling layer's (the
+    input gradient then runs as 4 phases, docs/convolution.md)."""
+    ho = (hw - 1) // stride + 1
+
     def build(dev):
         x = _rand(batch, ch, hw, hw, dev=dev)
         w = _rand(ch, ch, 3, 3, dev=dev, seed=1) * 0.05
-        gy = _rand(batch, ch, hw, hw, dev=dev, seed=2)
+        gy = _rand(batch, ch, ho, ho, dev=dev, seed=2)
         mask, k = [which == "input", which == "weight", False], 0 if which == "input" else 1
-        return lambda: torch.ops.aten.convolution_backward(gy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+        return lambda: torch.ops.aten.convolution_backward(gy, x, w, None, [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1,
                                                            mask)[k]
-    return Case(f"conv2d 3x3 {ch}->{ch} {hw}x{hw} batch {batch} f32, {which} gradient", "layers", "TFLOP/s",
-                2 * batch * ch * hw * hw * ch * 9, build, f"conv-{which}")
+    st = f" stride {stride}" if stride != 1 else ""
+    return Case(f"conv2d 3x3 {ch}->{ch} {hw}x{hw}{st} batch {batch} f32, {which} gradient", "layers", "TFLOP/s",
+                2 * batch * ch * ho * ho * ch * 9, build, f"conv-{which}{st.replace(' ', '-')}")
 
 
 def embedding_case(vocab, dim, n):

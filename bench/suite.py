@@ -56,6 +56,7 @@ def build(full, numel=None, mm=None, dtypes=("f32", "f16", "bf16")):
     out += [C.skinny_case(*s["skinny"], dt) for dt in dtypes]
     out += [C.bmm_case(*s["bmm"], dt) for dt in dtypes]
     out += [C.conv_case(*s["conv"])] + [C.conv_grad_case(*s["conv"], w) for w in ("input", "weight")]
+    out += [C.conv_grad_case(*s["conv"], "input", stride=2)]
     out += [C.embedding_case(*s["embedding"])]
     out += [C.mlp_case(*s["mlp"]), C.transformer_case(*s["transformer"])]
     out += [C.dependent_ops_case(1000), C.record_case(1000)]

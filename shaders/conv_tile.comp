@@ -2,7 +2,8 @@
 // Tiled convolution, an implicit GEMM (roles as in shaders/conv.h), for two passes:
 //   OP_CONV_SMALL  S = B * W: rows are S's positions (n, o), columns S's channels in one group,
 //                  terms (b in the group, kernel position k);
-//   OP_CONV_BIG    B = S * W with stride 1 (lower_conv.cpp): rows are B's positions (n, i),
+//   OP_CONV_BIG    B = S * W with stride 1 (a strided one runs as stride-1 phases, lower_conv.cpp
+//                  phases()): rows are B's positions (n, i),
 //                  columns B's channels in one group, terms (a in the group, k).
 // Terms are flattened in conv.comp's order: channel outermost, then k0, k1, k2. A workgroup
 // computes 128 positions x 64 channels, 8 x 8 per invocation, through BK-deep slices in shared

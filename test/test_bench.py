@@ -125,6 +125,7 @@ def test_suite_lists_every_case_kind():
     for word in ("add 256M", "chain of 8 elementwise 256M", "dropout p=0.1 64M", "randn 256x2048", "sum over rows", "softmax over rows", "layer_norm",
                  "matmul 8192 f32", "matmul 8192 f16", "matmul 8192 bf16", "matmul m=1", "bmm", "conv2d",
                  "conv2d 3x3 64->64 56x56 batch 32 f32, input gradient", "conv2d 3x3 64->64 56x56 batch 32 f32, weight gradient",
+                 "conv2d 3x3 64->64 56x56 stride 2 batch 32 f32, input gradient",
                  "embedding", "MLP 784-2048-2048-10 Adam, batch 256", "TransformerEncoderLayer",
                  "1000 dependent tiny ops", "H2D copy 64 MiB pageable", "H2D copy 64 MiB pinned",
                  "D2H copy 64 MiB pageable", "D2H copy 64 MiB pinned"):

@@ -1,6 +1,7 @@
 """The tiled convolution kernels against the direct ones: shaders/conv_tile.comp against conv.comp
-for both passes it runs, a convolution's forward and (stride 1) a transposed convolution's forward
-and a convolution's input gradient; conv_wtile.comp (then conv_wgrad.comp's tree over its sums)
+for both passes it runs, a convolution's forward and a transposed convolution's forward or a
+convolution's input gradient (strided: one stride-1 dispatch per phase, lower_conv.cpp phases());
+conv_wtile.comp (then conv_wgrad.comp's tree over its sums)
 against conv_wgrad.comp for weight gradients. The same terms in the same order, so the same bytes, in
 every float dtype, over edge tiles in all three directions (positions, channels, terms), strides,
 padding, dilation, groups, 1-, 2- and 3-d, channels-last and sliced operands, NaN/Inf (an
@@ -27,8 +28,8 @@ A = torch.ops.aten
 def _cases():
     """(id, kind, operand, weight, bias or None, keyword arguments) on the CPU, float64, before the
     dtype. kind "conv": the operand is the input; "transposed": the input of a transposed
-    convolution (stride 1); "input grad": the output gradient of a convolution (stride 1) whose
-    input has kw["in_shape"]."""
+    convolution; "input grad": the output gradient of a convolution whose input has
+    kw["in_shape"]."""
     g = torch.Generator().manual_seed(0)
     r = lambda *s: torch.rand(*s, generator=g, dtype=torch.float64) * 4 - 2  # noqa: E731
     out = [
@@ -47,6 +48,15 @@ def _cases():
         ("transposed 3d", "transposed", r(1, 18, 4, 5, 3), r(18, 17, 2, 2, 3), r(17), dict(padding=(0, 1, 1))),
         ("input grad 3x3 pad 1", "input grad", r(2, 40, 8, 9), r(40, 24, 3, 3), None, dict(padding=1, in_shape=(2, 24, 8, 9))),
         ("input grad 1d dilation", "input grad", r(3, 20, 30), r(20, 33, 4), None, dict(padding=2, dilation=3, in_shape=(3, 33, 35))),
+        # Strided: 4, 3 and 4 phases. With stride 2 and dilation 2 (rows) half the phases have no
+        # tap at all (their results are +0); with a 1-tap kernel and stride 4, three of four.
+        ("input grad stride 2 3x3 pad 1", "input grad", r(2, 40, 5, 6), r(40, 24, 3, 3), None,
+         dict(stride=2, padding=1, in_shape=(2, 24, 10, 11))),
+        ("input grad stride 2 dilation (2, 1)", "input grad", r(1, 20, 4, 4), r(20, 18, 3, 2), None,
+         dict(stride=2, padding=(1, 0), dilation=(2, 1), in_shape=(1, 18, 9, 8))),
+        ("input grad 1d stride 3", "input grad", r(2, 22, 7), r(22, 17, 5), None, dict(stride=3, padding=2, in_shape=(2, 17, 20))),
+        ("input grad 1d stride 4 one tap", "input grad", r(2, 24, 4), r(24, 18, 1), None, dict(stride=4, in_shape=(2, 18, 13))),
+        ("transposed stride 2", "transposed", r(1, 20, 5, 6), r(20, 24, 3, 3), r(24), dict(stride=2, padding=1, output_padding=1)),
     ]
     x, w = r(2, 18, 7, 7), r(24, 18, 3, 3)
     x[0, 3, 2, 2], x[1, 0, 0, 6], w[5, 1, 1, 1], w[7, 2, 0, 0] = float("nan"), float("inf"), float("-inf"), float("inf")
@@ -59,6 +69,9 @@ def _cases():
     gy, w = r(1, 20, 6, 6), r(20, 18, 3, 3)
     w[4, 2, 0, 0], w[9, 17, 2, 1], gy[0, 1, 3, 3] = float("inf"), float("nan"), float("inf")
     out.append(("input grad Inf weight", "input grad", gy, w, None, dict(padding=1, in_shape=(1, 18, 6, 6))))
+    gy, w = r(1, 20, 4, 4), r(20, 18, 3, 3)
+    w[4, 2, 0, 0], w[9, 17, 1, 2], gy[0, 1, 2, 2] = float("inf"), float("nan"), float("-inf")
+    out.append(("input grad stride 2 Inf weight", "input grad", gy, w, None, dict(stride=2, padding=1, in_shape=(1, 18, 8, 8))))
     # Weight gradients (shaders/conv_wtile.comp, then conv_wgrad.comp's tree): the operand is the
     # output gradient, the "weight" slot the convolution's input. At least 256 terms (batch x
     # positions) each; 312 = 2 x 128 + 56 gives lanes of 3 and of 2 terms; 70 x 180 results make
@@ -93,7 +106,7 @@ def _run(kind, x, w, b, kw):
         return fn(x, w, weight, *extra, st, pad, dil, False, [0] * d, 1, [False, True, False])[1]
     shape = kw.pop("in_shape")
     st, pad, dil = ([v] * d if isinstance(v, int) else list(v)
-                    for v in (1, kw.get("padding", 0), kw.get("dilation", 1)))
+                    for v in (kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1)))
     inp = torch.empty(shape, dtype=x.dtype, device=x.device)
     if x.device.type == "cpu":
         return A.convolution_backward(x, inp, w, None, st, pad, dil, False, [0] * d, kw.get("groups", 1),
@@ -196,8 +209,9 @@ def test_tiled_same_bytes_as_direct_and_close_to_cpu():
     nan = tiled["results"]["NaN and Inf torch.float32"]
     assert nan.isnan().any() and nan.isinf().any(), "the special-values case made no NaN or Inf"
     assert tiled["results"]["overflowing product torch.float32"].isnan().any(), "no overflowing product met an infinity"
-    grad = tiled["results"]["input grad Inf weight torch.float32"]
-    assert grad.isnan().any() and not grad.isnan().all(), "the infinite weight made no NaN, or only NaN"
+    for key in ("input grad Inf weight torch.float32", "input grad stride 2 Inf weight torch.float32"):
+        grad = tiled["results"][key]
+        assert grad.isnan().any() and not grad.isnan().all(), f"{key}: the infinite weight made no NaN, or only NaN"
     wg = tiled["results"]["weight grad NaN and Inf torch.float32"]
     assert wg.isnan().any() and not wg.isnan().all(), "the weight gradient's NaN/Inf made no NaN, or only NaN"
 
@@ -211,9 +225,10 @@ CHOICES = [
     ("9 terms", "conv", (1, 1, 8, 8), (32, 1, 3, 3), 1, 1, torch.float32, "conv_f"),
     ("9 positions", "conv", (1, 32, 3, 3), (32, 32, 3, 3), 1, 1, torch.float32, "conv_f"),
     ("integers: direct", "conv", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.int32, "conv_i64"),
-    # with stride s only one tap in s^d reaches an input position: the tile would multiply all
+    # with stride s, the input gradient runs as s^d stride-1 phases, tiled up to 4 (one dispatch each)
     ("input gradient, stride 1", "input grad", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.float32, "conv_tile"),
-    ("input gradient, stride 2", "input grad", (1, 32, 4, 4), (32, 32, 3, 3), 1, 2, torch.float32, "conv_f"),
+    ("input gradient, stride 2: 4 phases", "input grad", (1, 32, 4, 4), (32, 32, 3, 3), 1, 2, torch.float32, "conv_tile"),
+    ("input gradient, stride 3: 9 phases", "input grad", (1, 32, 3, 3), (32, 32, 3, 3), 1, 3, torch.float32, "conv_f"),
     # weight gradients: tiled from 256 terms (batch x positions) and 1,024 results, one group
     ("weight gradient, 256 terms", "weight grad", (1, 32, 16, 16), (32, 32, 3, 3), 1, 1, torch.float32, "conv_wtile"),
     ("weight gradient, 255 terms", "weight grad", (1, 32, 15, 17), (32, 32, 3, 3), 1, 1, torch.float32, "conv_wgrad"),
@@ -258,6 +273,9 @@ def test_choice_by_shape():
     for name, *_, want in CHOICES:
         # conv_wtile is followed by conv_wgrad's tree over its partial sums
         ran = got[name][:1] if want == "conv_wtile" and got[name][1:] and "conv_wgrad" in got[name][1] else got[name]
+        if name.endswith("4 phases"):  # one conv_tile dispatch per phase
+            assert len(ran) == 4 and all(want in k for k in ran), f"{name}: ran {ran}"
+            ran = ran[:1]
         assert len(ran) == 1 and want in ran[0], f"{name}: ran {got[name]}, wanted {want}"
 
 

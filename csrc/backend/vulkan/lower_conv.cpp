@@ -1,11 +1,13 @@
-// The conv family -> shaders/conv_tile.comp (to_small, and to_big with stride 1, in float32/float64
-// compute with at least 16 result channels per group and 16 terms: a tiled implicit GEMM),
-// shaders/conv.comp (the rest of to_small and to_big: an invocation per result element) and
-// shaders/conv_wgrad.comp (to_weight, to_bias: a workgroup per result element; a weight gradient
-// with aten's scratch first runs shaders/conv_wtile.comp, the same sums tiled). The geometry
-// (shaders/conv.h ConvGeom, 224 bytes) goes through the submission's parameter buffer.
+// The conv family -> shaders/conv_tile.comp (to_small, and to_big, in float32/float64 compute with
+// at least 16 result channels per group and 16 terms: a tiled implicit GEMM; a strided to_big as
+// one stride-1 dispatch per phase, phases() below), shaders/conv.comp (the rest of to_small and
+// to_big: an invocation per result element) and shaders/conv_wgrad.comp (to_weight, to_bias: a
+// workgroup per result element; a weight gradient with aten's scratch first runs
+// shaders/conv_wtile.comp, the same sums tiled). The geometry (shaders/conv.h ConvGeom, 224 bytes)
+// goes through the submission's parameter buffer.
 // VKML_CONV_PIPE=tiled|direct forces the kernel where both can run it (tests compare the two bit
 // for bit).
+#include <numeric>
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -22,11 +24,15 @@ constexpr uint64_t kTileM = 128, kTileN = 64;  // shaders/conv_tile.comp's BM, B
 constexpr uint64_t kWTile = 64;                 // shaders/conv_wtile.comp's BA, BC
 static_assert(CONV_TREE_MIN == kConvTreeMin, "graph/families/conv.h and shaders/conv.h agree");
 
-// Whether shaders/conv_tile.comp runs this node (to_small, or to_big with stride 1), and how many
-// workgroups it takes.
+constexpr int kMaxPhases = kMaxDispatchesPerNode;  // a strided to_big's phases, one dispatch each
+
+int phase_count(const pc::ConvGeom& g) { return g.stride[0] * g.stride[1] * g.stride[2]; }
+
+// Whether shaders/conv_tile.comp runs this node (to_small; to_big with at most kMaxPhases phases),
+// and how many workgroups the whole result takes.
 bool tiled(const pc::ConvGeom& g, bool big, Compute c, uint64_t& tiles) {
   if (c != Compute::f32 && c != Compute::f64) return false;
-  if (big && (g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1)) return false;  // the taps would be sparse
+  if (big && phase_count(g) > kMaxPhases) return false;
   const int32_t* sp = big ? g.pb : g.ps;
   const uint64_t m = uint64_t(g.n) * uint64_t(sp[0]) * uint64_t(sp[1]) * uint64_t(sp[2]);
   const uint64_t cg0 = uint64_t(g.c0 / g.groups), c1 = uint64_t(g.c1);
@@ -40,6 +46,51 @@ bool tiled(const pc::ConvGeom& g, bool big, Compute c, uint64_t& tiles) {
   // A tile at least a quarter used both ways (32 of 128 positions, 16 of 64 channels: every
   // workgroup does a whole tile's work), and at least one whole slice of terms.
   return m >= 32 && cols >= 16 && k >= 16;
+}
+
+// A strided to_big split into stride-1 passes. B position i receives the term (o, k) where
+// o * s = i + pad - k * dil; so the positions of one phase p = i mod s (per dim) take their terms
+// from the same taps, k = k0 + t * s / gcd(s, dil), those with k * dil = p + pad (mod s), and
+// o = j + (p + pad - k0 * dil) / s - t * dil / gcd for i = p + j * s: a stride-1 pass whose
+// result is B's positions p, p + s, ... and whose weight is W's taps k0, k0 + s / gcd, ..., with
+// padding (p + pad - k0 * dil) / s (maybe negative) and dilation dil / gcd. The taps keep
+// conv.comp's order, so the sums are its sums. A phase with no tap gets a pass with no terms (its
+// results are +0, as conv.comp's). out: the phases with at least one position, each with the
+// byte offsets of its B and W views; false where a stride does not fit 32 bits.
+struct Phase {
+  pc::ConvGeom g;
+  int64_t b_off, w_off;  // elements
+};
+bool phases(const pc::ConvGeom& g, Phase* out, int& count) {
+  count = 0;
+  for (int q = 0; q < phase_count(g); ++q) {
+    Phase ph{g, 0, 0};
+    int rest = q;
+    bool any = true;
+    for (int d = 2; d >= 0; --d) {
+      const int32_t s = g.stride[d], dil = g.dil[d], pad = g.pad[d], ks = g.k[d], pb = g.pb[d];
+      const int32_t p = rest % s;
+      rest /= s;
+      if (p >= pb) any = false;  // no B position in this phase
+      const int32_t gc = std::gcd(s, dil), step = s / gc;
+      int32_t k0 = 0;
+      while (k0 < ks && k0 < step && int64_t(k0) * dil % s != (p + pad) % s) ++k0;
+      const bool taps = k0 < ks && k0 < step;
+      const int64_t st_b = int64_t(g.st_b[2 + d]) * s, st_w = int64_t(g.st_w[2 + d]) * step;
+      if (!fits_i32(st_b) || !fits_i32(st_w)) return false;
+      ph.g.stride[d] = 1;
+      ph.g.dil[d] = dil / gc;
+      ph.g.pad[d] = taps ? int32_t((int64_t(p) + pad - int64_t(k0) * dil) / s) : 0;
+      ph.g.k[d] = taps ? (ks - k0 + step - 1) / step : 0;
+      ph.g.pb[d] = p < pb ? (pb - p + s - 1) / s : 0;
+      ph.g.st_b[2 + d] = int32_t(st_b);
+      ph.g.st_w[2 + d] = int32_t(st_w);
+      ph.b_off += int64_t(p) * g.st_b[2 + d];
+      if (taps) ph.w_off += int64_t(k0) * g.st_w[2 + d];
+    }
+    if (any) out[count++] = ph;
+  }
+  return true;
 }
 
 bool role(const TensorDesc& d, int dims, int32_t sp[4], int32_t st[8], std::string& why) {
@@ -132,13 +183,25 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   const Compute c = compute_of(n.compute);
   uint64_t tiles = 0;
   const bool big = args.pass == A::to_big;
-  if ((args.pass == A::to_small || big) && tiled(g, big, c, tiles)) {
-    if (!set_shader(out[0], "conv_tile", c, lim, why)) return -1;
-    if (!grid2(tiles, lim, out[0])) return why = "too many groups", -1;
-    out[0].opcode = big ? OP_CONV_BIG : OP_CONV_SMALL;
-    put(out[0], p);
-    put_params(out[0], g, offsetof(pc::ConvPc, params));
-    return 1;
+  Phase ph[kMaxPhases];
+  int nph = 1;
+  if ((args.pass == A::to_small || big) && tiled(g, big, c, tiles) && (!big || phases(g, ph, nph))) {
+    if (!big) ph[0] = Phase{g, 0, 0};
+    const int64_t eb = int64_t(dtype_size(b->dtype)), ew = int64_t(dtype_size(w->dtype));
+    for (int i = 0; i < nph; ++i) {
+      const pc::ConvGeom& pg = ph[i].g;
+      const uint64_t m = uint64_t(pg.n) * uint64_t(pg.pb[0]) * uint64_t(pg.pb[1]) * uint64_t(pg.pb[2]);
+      if (big) tiles = (m + kTileM - 1) / kTileM * ((uint64_t(pg.c1) + kTileN - 1) / kTileN) * uint64_t(pg.groups);
+      if (!set_shader(out[i], "conv_tile", c, lim, why)) return -1;
+      if (!grid2(tiles, lim, out[i])) return why = "too many groups", -1;
+      out[i].opcode = big ? OP_CONV_BIG : OP_CONV_SMALL;
+      pc::ConvPc pp = p;
+      pp.b += uint64_t(ph[i].b_off * eb);
+      pp.w += uint64_t(ph[i].w_off * ew);
+      put(out[i], pp);
+      put_params(out[i], pg, offsetof(pc::ConvPc, params));
+    }
+    return nph;
   }
   bool per_group = false;  // a workgroup per result element, sharing its sum (shaders/conv_wgrad.comp)
   int nd = 0;
