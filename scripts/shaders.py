@@ -5,17 +5,16 @@ shaders of scripts/mutate.py and of the check-mode tests are built with it: no C
 setup.py's compile_shaders uses compile_blob too (same flags, variants and _ieee builds);
 test_check.py's test_spirv_dir_rebuild_is_bitwise_the_build proves the two agree.
 
-Optimization: glslc -O, except for a shader whose source has the line
-`// spirv-opt: no loop-unroll`: that one goes through glslc without -O, then spirv-opt with the
-passes of its -O recipe less loop-unroll. SPIRV-Tools' loop unroller (2023.1-2023.2, Debian 12)
-dropped the NoContraction decoration from the instructions it copied out of conv_tile's and
-conv_wtile's [[unroll]] loops, so their `precise` sums lost it in every copy but the first and
-NVIDIA's compiler fused those products into fmas (their results differed from conv.comp's in the
-last bit on the H100, 2026-12-06). There the Unroll hint stays in the SPIR-V and the driver's
-compiler unrolls, keeping the decoration. Not for every shader: NVIDIA compiled the GEMM pipelines
-5-7x slower that way (test_gemm's forced large pipeline 25 -> 160 s). test_spirv.py checks the
-built blobs.
+Every blob is glslc -O. A shader whose source has the line `// spirv: NoContraction everywhere`
+then gets the NoContraction decoration on every float add, subtract and multiply
+(no_contraction()): SPIRV-Tools' loop unroller (2023.1-2023.2, Debian 12) copies an [[unroll]]
+loop's body without that decoration, so conv_tile's and conv_wtile's `precise` sums kept it in
+their first copy only, and NVIDIA's compiler fused the others into fmas (their results differed
+from conv.comp's in the last bit on the H100, 2026-12-06). Leaving the unrolling to the driver
+instead also kept it, but NVIDIA compiled the GEMM pipelines 5-7x slower that way. test_spirv.py
+checks the built blobs.
 """
+import array
 import os
 import re
 import shutil
@@ -37,20 +36,8 @@ def blobs(text, stem):
             for v in vs for ieee in ([False, True] if v != "i64" else [False])]
 
 
-# spirv-opt -O's passes (SPIRV-Tools 2023.1, `spirv-opt --print-all -O`) without --loop-unroll.
-PASSES = """wrap-opkill eliminate-dead-branches merge-return inline-entry-points-exhaustive
-eliminate-dead-functions eliminate-dead-code-aggressive private-to-local eliminate-local-single-block
-eliminate-local-single-store eliminate-dead-code-aggressive scalar-replacement=100
-convert-local-access-chains eliminate-local-single-block eliminate-local-single-store
-eliminate-dead-code-aggressive ssa-rewrite eliminate-dead-code-aggressive ccp
-eliminate-dead-code-aggressive eliminate-dead-branches redundancy-elimination combine-access-chains
-simplify-instructions scalar-replacement=100 convert-local-access-chains eliminate-local-single-block
-eliminate-local-single-store eliminate-dead-code-aggressive ssa-rewrite eliminate-dead-code-aggressive
-vector-dce eliminate-dead-inserts eliminate-dead-branches simplify-instructions if-conversion
-copy-propagate-arrays reduce-load-size eliminate-dead-code-aggressive merge-blocks redundancy-elimination
-eliminate-dead-branches merge-blocks simplify-instructions""".split()
-NO_UNROLL = "// spirv-opt: no loop-unroll"
-RECIPE = "glslc -O; or glslc, spirv-opt -O less loop-unroll"  # setup.py hashes it into each blob's key
+NO_CONTRACTION = "// spirv: NoContraction everywhere"
+RECIPE = "glslc -O; NoContraction everywhere where asked"  # setup.py hashes it into each blob's key
 
 
 def tool(name, package):
@@ -60,32 +47,47 @@ def tool(name, package):
     return path
 
 
-def glslc_cmd(comp, variant, ieee, out, include=SHADERS, opt=True):
-    return [tool("glslc", "glslc"), "--target-env=vulkan1.3"] + (["-O"] if opt else []) + ["-fshader-stage=compute",
+def glslc_cmd(comp, variant, ieee, out, include=SHADERS):
+    return [tool("glslc", "glslc"), "--target-env=vulkan1.3", "-O", "-fshader-stage=compute",
             f"-DCT_{variant.upper()}=1"] + (["-DVKML_IEEE=1"] if ieee else []) + [
             "-I", include, "-I", GEN, comp, "-o", out]
 
 
-def opt_cmd(src, out):
-    return [tool("spirv-opt", "spirv-tools"), "--target-env=vulkan1.3"] + [f"--{p}" for p in PASSES] + [src, "-o", out]
+def no_contraction(path):
+    """Decorates every OpFAdd, OpFSub, OpFMul and OpVectorTimesScalar of the SPIR-V file at path
+    with NoContraction (where it is not already), after the module's last decoration."""
+    words = array.array("I", open(path, "rb").read())
+    if words[0] != 0x07230203:
+        raise ValueError(f"{path}: not SPIR-V")
+    annotations = {71, 72, 73, 74, 75, 332, 5632, 5633}  # OpDecorate ... OpMemberDecorateString
+    arithmetic = {129, 131, 133, 142}
+    done, targets, after, i = set(), [], 5, 5
+    while i < len(words):
+        count, op = words[i] >> 16, words[i] & 0xffff
+        if op == 71 and words[i + 2] == 42:  # OpDecorate <id> NoContraction
+            done.add(words[i + 1])
+        if op in annotations:
+            after = i + count
+        elif op in arithmetic:
+            targets.append(words[i + 2])
+        i += count
+    add = array.array("I")
+    for t in targets:
+        if t not in done:
+            add.extend([(3 << 16) | 71, t, 42])
+    out = words[:after] + add + words[after:]
+    open(path, "wb").write(out.tobytes())
 
 
 def compile_blob(comp, variant, ieee, out, include=SHADERS):
-    """One blob: glslc -O; or glslc, then spirv-opt (PASSES) where the source asks for NO_UNROLL.
-    Returns the error text, or "" on success."""
-    raw = out + ".raw"
-    no_unroll = NO_UNROLL in open(comp).read()
-    steps = [glslc_cmd(comp, variant, ieee, raw, include, False), opt_cmd(raw, out)] if no_unroll else [
-        glslc_cmd(comp, variant, ieee, out, include)]
-    try:
-        for cmd in steps:
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode:
-                return r.stderr or f"{os.path.basename(cmd[0])} failed"
-        return ""
-    finally:
-        if os.path.exists(raw):
-            os.remove(raw)
+    """One blob: glslc -O, then no_contraction() where the source asks for it. Returns the error
+    text, or "" on success."""
+    r = subprocess.run(glslc_cmd(comp, variant, ieee, out, include), capture_output=True, text=True)
+    if r.returncode:
+        return r.stderr or "glslc failed"
+    if NO_CONTRACTION in open(comp).read():
+        no_contraction(out)
+    return ""
 
 
 def compile_stem(stem, out_dir, src_dir=SHADERS, only=None, jobs=2):

@@ -18,7 +18,7 @@
 // acc + (+-0) == acc). So a slice whose weights are all finite runs unmasked; one with a
 // non-finite weight (uniform for the workgroup) tests each term's bit in Tap. lower_conv.cpp picks
 // this kernel for results of at least 32 positions, 16 channels a group and 16 terms (docs/convolution.md).
-// spirv-opt: no loop-unroll  (its precise sums keep NoContraction: scripts/shaders.py)
+// spirv: NoContraction everywhere  (glslc -O's unroller drops it from precise sums: scripts/shaders.py)
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"

@@ -10,7 +10,7 @@
 // `partials` [128][count]; conv_wgrad.comp (CONV_FROM_PARTIALS) then runs its tree on them.
 // Workgroup z = ((lane * tiles_a) + tile_a) * tiles_c + tile_c. lower_conv.cpp picks it
 // (docs/convolution.md).
-// spirv-opt: no loop-unroll  (its precise sums keep NoContraction: scripts/shaders.py)
+// spirv: NoContraction everywhere  (glslc -O's unroller drops it from precise sums: scripts/shaders.py)
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"

@@ -5,9 +5,9 @@ product may be fused into an fma, so that the tiled and the direct kernels give 
 an overflowing product gives what torch CPU gives (docs/convolution.md). In SPIR-V that is the
 NoContraction decoration on the multiply and on the add that takes it. SPIRV-Tools' loop unroller
 (glslc -O) dropped it from the copies it made of an [[unroll]] loop's body; lavapipe never fuses,
-so only NVIDIA's results showed it. Those two shaders now leave the unrolling to the driver
-(`// spirv-opt: no loop-unroll`, scripts/shaders.py); this test reads every blob of the four that
-setup.py embedded (build/gen/spv) with spirv-dis.
+so only NVIDIA's results showed it. conv_tile and conv_wtile now ask for NoContraction on every
+float add and multiply (`// spirv: NoContraction everywhere`, scripts/shaders.py); this test reads
+every blob of the four that setup.py embedded (build/gen/spv) with spirv-dis, and validates it.
 """
 import glob
 import os
@@ -61,6 +61,8 @@ def _built(stem):
 @pytest.mark.parametrize("stem", NO_FMA)
 def test_precise_sums_keep_no_contraction(stem):
     for name, variant, spv in _built(stem):
+        val = subprocess.run([shutil.which("spirv-val"), "--target-env", "vulkan1.3", spv], capture_output=True, text=True)
+        assert val.returncode == 0, f"{name}: {val.stdout}{val.stderr}"
         good, bad = _chains(spv)
         assert bad == 0, f"{name}: {bad} product(s) feeding a sum lost NoContraction (a driver may fuse them)"
         if variant != "i64":  # the float blobs do have precise sums for the check to see
