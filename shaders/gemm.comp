@@ -5,6 +5,7 @@
 // (graph/families/gemm.h) sums per chunk into partials, then OP_GEMM_SUM (here, for every
 // pipeline) sums the chunks in order.
 #version 460
+#extension GL_EXT_control_flow_attributes : require
 #define PC_GEMM
 #include "common.glsl"
 #include "gemm_common.glsl"
@@ -50,12 +51,15 @@ void main() {
   int64_t ea = int64_t(dsize(dta)), eb = int64_t(dsize(dtb));
   uint64_t abase = pc.a + uint64_t(bt * int64_t(pc.sa[0]) * ea);
   uint64_t bbase = pc.b + uint64_t(bt * int64_t(pc.sb[0]) * eb);
+  // acc is only indexed by unrolled loops, so it stays in registers: an array indexed at run time
+  // anywhere (an epilogue loop the compiler does not unroll) is kept in memory, every += with it
+  // (NVIDIA, gemm_coop.comp: 4.5x; docs/performance.md).
   T acc[2][4];
-  for (uint i = 0u; i < 2u; ++i)
-    for (uint j = 0u; j < 4u; ++j) acc[i][j] = T(0);
+  [[unroll]] for (uint i = 0u; i < 2u; ++i)
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = T(0);
 
   for (uint k0 = k_lo; k0 < k_hi; k0 += BK) {
-    for (uint l = 0u; l < 4u; ++l) {
+    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
       uint idx = tid + 128u * l;
       uint mm = idx / BK, kk = idx % BK;  // A tile, k fastest
       uint gm = m0 + mm, gk = k0 + kk;
@@ -71,24 +75,25 @@ void main() {
       Bs[kb][nn] = w;
     }
     barrier();
-    for (uint kk = 0u; kk < BK; ++kk) {
+    [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
       T ar[2], br[4];
-      for (uint i = 0u; i < 2u; ++i) ar[i] = As[kk][ty + 16u * i];
-      for (uint j = 0u; j < 4u; ++j) br[j] = Bs[kk][tx + 8u * j];
-      for (uint i = 0u; i < 2u; ++i)
-        for (uint j = 0u; j < 4u; ++j) acc[i][j] += ar[i] * br[j];
+      [[unroll]] for (uint i = 0u; i < 2u; ++i) ar[i] = As[kk][ty + 16u * i];
+      [[unroll]] for (uint j = 0u; j < 4u; ++j) br[j] = Bs[kk][tx + 8u * j];
+      [[unroll]] for (uint i = 0u; i < 2u; ++i)
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] += ar[i] * br[j];
     }
     barrier();
   }
 
-  for (uint i = 0u; i < 2u; ++i) {
-    uint gm = m0 + ty + 16u * i;
-    if (gm >= pc.M) continue;
-    for (uint j = 0u; j < 4u; ++j) {
-      uint gn = n0 + tx + 8u * j;
-      if (gn >= pc.N) continue;
-      if (gemm_parts() > 1u) store_T(partial_at(z, gm, gn), DT_PARTIAL, acc[i][j]);
-      else store_c(bt, gm, gn, acc[i][j]);
-    }
+  // The outputs leave through res, so that the stores (a switch over the dtypes) are in the
+  // shader once (lavapipe compiles every pipeline in every process).
+  T res[8];
+  [[unroll]] for (uint i = 0u; i < 2u; ++i)
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) res[4u * i + j] = acc[i][j];
+  for (uint e = 0u; e < 8u; ++e) {
+    uint gm = m0 + ty + 16u * (e / 4u), gn = n0 + tx + 8u * (e % 4u);
+    if (gm >= pc.M || gn >= pc.N) continue;
+    if (gemm_parts() > 1u) store_T(partial_at(z, gm, gn), DT_PARTIAL, res[e]);
+    else store_c(bt, gm, gn, res[e]);
   }
 }
