@@ -86,6 +86,9 @@ def _cases():
     gy, x = r(2, 16, 12, 12), r(2, 16, 12, 12)
     gy[0, 3, 5, 5], x[1, 2, 0, 0], x[0, 7, 4, 4] = float("nan"), float("inf"), float("-inf")
     out.append(("weight grad NaN and Inf", "weight grad", gy, x, None, dict(padding=1, w_shape=(16, 16, 3, 3))))
+    # (drawn last: a case drawn earlier would change the generator's values for the ones above)
+    out.append(("input grad 1d stride 2 dilation 3 groups 2", "input grad", r(2, 40, 11), r(40, 18, 4), None,
+                dict(stride=2, padding=3, dilation=3, groups=2, in_shape=(2, 36, 25))))
     return out
 
 
