@@ -258,8 +258,12 @@ def choice_child():
                                                     [False, True, False])[1].cpu()
             else:
                 inp = torch.empty(1, ws[1] * groups, 8, 8, dtype=dtype, device="vkml")
+                torch.vkml.synchronize()
+                before = vkml_torch.stats()["barriers"]
                 A.convolution_backward_overrideable(x, inp, w, [stride] * 2, [1, 1], [1, 1], False, [0, 0], groups,
-                                                    [True, False, False])[0].cpu()
+                                                    [True, False, False])[0]
+                torch.vkml.synchronize()
+                out[name + " barriers"] = vkml_torch.stats()["barriers"] - before
         out[name] = [k[0] for k in p.kernels if "conv" in k[0]]
     print(json.dumps(out))
 
@@ -276,8 +280,9 @@ def test_choice_by_shape():
     for name, *_, want in CHOICES:
         # conv_wtile is followed by conv_wgrad's tree over its partial sums
         ran = got[name][:1] if want == "conv_wtile" and got[name][1:] and "conv_wgrad" in got[name][1] else got[name]
-        if name.endswith("4 phases"):  # one conv_tile dispatch per phase
+        if name.endswith("4 phases"):  # one conv_tile dispatch per phase, no barrier between them
             assert len(ran) == 4 and all(want in k for k in ran), f"{name}: ran {ran}"
+            assert got[name + " barriers"] == got["input gradient, stride 1 barriers"] == 0, got
             ran = ran[:1]
         assert len(ran) == 1 and want in ran[0], f"{name}: ran {got[name]}, wanted {want}"
 

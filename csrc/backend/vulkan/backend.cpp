@@ -143,8 +143,9 @@ class VulkanBackend final : public Backend {
         for (int i = 0; i < *k; ++i) {
           // A node's dispatches depend on each other. The barrier forgets what came before, so
           // the node's own operands are noted again: the next node that reads its output (or
-          // writes what it reads) must still wait for its last dispatch.
-          if (i > 0) full_barrier(), note(n);
+          // writes what it reads) must still wait for its last dispatch. A concurrent one needs
+          // no barrier: its operands are already noted.
+          if (i > 0 && !ds[i].concurrent) full_barrier(), note(n);
           VKML_TRY(record_dispatch(ds[i], name));
           ++count;
         }

@@ -28,6 +28,9 @@ struct Dispatch {
   // them into the submission's parameter buffer and writes their device address (8 bytes) at
   // pc[param_addr_at]. See put_params().
   uint32_t param_size = 0, param_addr_at = 0;
+  // A node's later dispatch that touches nothing its earlier ones write, nor writes what they
+  // touch (a strided convolution's phases): no barrier before it.
+  bool concurrent = false;
   alignas(16) uint8_t params[kMaxParamBytes];
   // Optional: specialization constants 1..nspec for blob `spec_shader`, which computes what
   // `shader` does with part of its parameters made constants (the elementwise dtypes and path,
@@ -47,6 +50,7 @@ struct Dispatch {
     opcode = kRowOpcode;
     groups[0] = groups[1] = groups[2] = 1;
     pc_size = param_size = param_addr_at = 0;
+    concurrent = false;
   }
 };
 

@@ -195,6 +195,7 @@ int lower_conv(const Node& n, const Limits& lim, Dispatch* out, std::string& why
       if (!set_shader(out[i], "conv_tile", c, lim, why)) return -1;
       if (!grid2(tiles, lim, out[i])) return why = "too many groups", -1;
       out[i].opcode = big ? OP_CONV_BIG : OP_CONV_SMALL;
+      out[i].concurrent = i > 0;  // the phases write disjoint positions of B and only read S and W
       pc::ConvPc pp = p;
       pp.b += uint64_t(ph[i].b_off * eb);
       pp.w += uint64_t(ph[i].w_off * ew);
