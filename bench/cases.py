@@ -252,6 +252,14 @@ def record_case(n=1000):
                 opts={"sync_in_timing": False}, note="the host's cost per op (synchronize not timed)")
 
 
+def _pinned_for(t, dev, pinned):
+    """A pinned case measures dev's pinned memory or nothing: with a CUDA build of torch,
+    pin_memory() is CUDA's allocator even with vkml loaded (torch asks CUDA first), and the copy
+    would take vkml's pageable path under the pinned name (H100, 2026-12-06)."""
+    if pinned and dev.type != "cuda" and not t.is_pinned():
+        raise NotApplicable(f"pin_memory() did not give {dev.type}'s pinned memory (a CUDA build of torch)")
+
+
 def copy_case(direction, pinned, mib):
     numel = mib * (1 << 20) // 4
 
@@ -261,11 +269,13 @@ def copy_case(direction, pinned, mib):
         if direction == "H2D":
             src = torch.rand(numel)
             src = src.pin_memory() if pinned else src
+            _pinned_for(src, dev, pinned)
             return lambda: src.to(dev, non_blocking=True)
         x = torch.rand(numel).to(dev)
         if not pinned:
             return lambda: x.to("cpu")
         dst = torch.empty(numel, pin_memory=True)
+        _pinned_for(dst, dev, pinned)
         return lambda: dst.copy_(x, non_blocking=True)
     kind = "pinned" if pinned else "pageable"
     return Case(f"{direction} copy {mib} MiB {kind}", "copies", "GB/s", numel * 4, build, f"copy-{direction}-{kind}")

@@ -165,3 +165,13 @@ def test_fusion_twin_ratio_and_adam_counts(tmp_path):
     assert "Adam step, dispatches per parameter (6 parameters): foreach" in r["note"], r
     assert "for-loop" in r["note"] and "unfused" in r["note"], r
     assert vkml_torch.fuse_enabled()
+
+
+def test_pinned_copy_cases_refuse_memory_that_is_not_pinned():
+    """With a CUDA build of torch, pin_memory() is CUDA's: the pinned copy cases then report
+    "not applicable" on vkml instead of timing the pageable path under the pinned name."""
+    dev = torch.device("vkml")
+    with pytest.raises(cases.NotApplicable, match="pinned memory"):
+        cases._pinned_for(torch.empty(4), dev, True)
+    cases._pinned_for(torch.empty(4), dev, False)  # a pageable case takes any memory
+    cases._pinned_for(torch.empty(4, pin_memory=True), dev, True)  # vkml's pinned memory: timed
