@@ -274,7 +274,9 @@ def copy_case(direction, pinned, mib):
         x = torch.rand(numel).to(dev)
         if not pinned:
             return lambda: x.to("cpu")
-        dst = torch.empty(numel, pin_memory=True)
+        # .pin_memory() asks the accelerator (vkml where it is loaded); empty(pin_memory=True)
+        # asks CUDA first, on a CUDA build
+        dst = torch.empty(numel).pin_memory()
         _pinned_for(dst, dev, pinned)
         return lambda: dst.copy_(x, non_blocking=True)
     kind = "pinned" if pinned else "pageable"
