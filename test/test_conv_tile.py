@@ -1,6 +1,7 @@
 """The tiled convolution kernels against the direct ones: shaders/conv_tile.comp against conv.comp
 for both passes it runs, a convolution's forward and a transposed convolution's forward or a
-convolution's input gradient (strided: one stride-1 dispatch per phase, lower_conv.cpp phases());
+convolution's input gradient (strided: one stride-1 dispatch per phase, up to 8, lower_conv.cpp
+phases());
 conv_wtile.comp (then conv_wgrad.comp's tree over its sums)
 against conv_wgrad.comp for weight gradients. The same terms in the same order, so the same bytes, in
 every float dtype, over edge tiles in all three directions (positions, channels, terms), strides,
@@ -89,6 +90,10 @@ def _cases():
     # (drawn last: a case drawn earlier would change the generator's values for the ones above)
     out.append(("input grad 1d stride 2 dilation 3 groups 2", "input grad", r(2, 40, 11), r(40, 18, 4), None,
                 dict(stride=2, padding=3, dilation=3, groups=2, in_shape=(2, 36, 25))))
+    # 3-d, stride 2: 8 phases (a 3-d U-Net's downsampling and upsampling layers)
+    out.append(("input grad 3d stride 2", "input grad", r(1, 20, 3, 4, 3), r(20, 17, 3, 3, 2), None,
+                dict(stride=2, padding=1, in_shape=(1, 17, 6, 7, 5))))
+    out.append(("transposed 3d stride 2", "transposed", r(1, 18, 3, 3, 4), r(18, 16, 2, 2, 2), r(16), dict(stride=2)))
     return out
 
 
@@ -228,7 +233,7 @@ CHOICES = [
     ("9 terms", "conv", (1, 1, 8, 8), (32, 1, 3, 3), 1, 1, torch.float32, "conv_f"),
     ("9 positions", "conv", (1, 32, 3, 3), (32, 32, 3, 3), 1, 1, torch.float32, "conv_f"),
     ("integers: direct", "conv", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.int32, "conv_i64"),
-    # with stride s, the input gradient runs as s^d stride-1 phases, tiled up to 4 (one dispatch each)
+    # with stride s, the input gradient runs as s^d stride-1 phases, tiled up to 8 (one dispatch each)
     ("input gradient, stride 1", "input grad", (1, 32, 8, 8), (32, 32, 3, 3), 1, 1, torch.float32, "conv_tile"),
     ("input gradient, stride 2: 4 phases", "input grad", (1, 32, 4, 4), (32, 32, 3, 3), 1, 2, torch.float32, "conv_tile"),
     ("input gradient, stride 3: 9 phases", "input grad", (1, 32, 3, 3), (32, 32, 3, 3), 1, 3, torch.float32, "conv_f"),

@@ -54,7 +54,8 @@ struct Dispatch {
   }
 };
 
-constexpr int kMaxDispatchesPerNode = 4;
+// 8: a strided 3-d convolution's input gradient runs as 8 phases (lower_conv.cpp phases()).
+constexpr int kMaxDispatchesPerNode = 8;
 
 // Fills out[0..n) and returns n. Dispatches of one node run in order with a full barrier
 // between them. Transfer nodes are not lowered: the runtime copies buffers for them.
