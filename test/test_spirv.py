@@ -12,7 +12,6 @@ every blob of the four that setup.py embedded (build/gen/spv) with spirv-dis, an
 import glob
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ NO_FMA = ("conv", "conv_tile", "conv_wtile", "conv_wgrad")
 def _chains(spv):
     """(decorated, undecorated) pairs of a float multiply whose result an add or subtract takes,
     directly or through OpPhi / OpSelect / OpCopyObject: decorated where both carry NoContraction."""
-    dis = subprocess.run([shutil.which("spirv-dis"), "--raw-id", spv], capture_output=True, text=True, check=True).stdout
+    dis = subprocess.run([shaders.tool("spirv-dis", "spirv-tools"), "--raw-id", spv], capture_output=True, text=True, check=True).stdout
     nc = set(re.findall(r"OpDecorate (%\d+) NoContraction", dis))
     ops = {m[1]: (m[2], m[3].split()) for m in re.finditer(r"(%\d+) = (Op\w+) %\d+ ?([^\n]*)", dis)}
 
@@ -61,7 +60,7 @@ def _built(stem):
 @pytest.mark.parametrize("stem", NO_FMA)
 def test_precise_sums_keep_no_contraction(stem):
     for name, variant, spv in _built(stem):
-        val = subprocess.run([shutil.which("spirv-val"), "--target-env", "vulkan1.3", spv], capture_output=True, text=True)
+        val = subprocess.run([shaders.tool("spirv-val", "spirv-tools"), "--target-env", "vulkan1.3", spv], capture_output=True, text=True)
         assert val.returncode == 0, f"{name}: {val.stdout}{val.stderr}"
         good, bad = _chains(spv)
         assert bad == 0, f"{name}: {bad} product(s) feeding a sum lost NoContraction (a driver may fuse them)"

@@ -107,6 +107,7 @@ class VulkanBackend final : public Backend {
     reset_params(sl);
     bool begun = false;
     uint64_t count = 0;
+    Dispatch ds[kMaxDispatchesPerNode];  // once per submission: lower() resets what it fills
     for (const Node& n : nodes) {
       if (empty_output(n)) continue;
       const char* op = op_info(n.op).name;
@@ -132,7 +133,6 @@ class VulkanBackend final : public Backend {
         VKML_TRY(record_copy(n));
         ++count;
       } else {
-        Dispatch ds[kMaxDispatchesPerNode];
         auto k = lower(n, dev_->limits, ds);
         if (!k.ok()) return k.error();
         if (*k > 0) order(n);

@@ -58,7 +58,7 @@ struct Dispatch {
 constexpr int kMaxDispatchesPerNode = 8;
 
 // Fills out[0..n) and returns n. Dispatches of one node run in order with a full barrier
-// between them. Transfer nodes are not lowered: the runtime copies buffers for them.
+// between them, but before one marked `concurrent`. Transfer nodes are not lowered: the runtime copies buffers for them.
 // Fails with Err::unsupported (naming op, dtypes, sizes) when no shader can run the node.
 Result<int> lower(const Node& n, const Limits& lim, Dispatch* out);
 
