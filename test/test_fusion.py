@@ -330,6 +330,75 @@ def test_in_place_chain_on_a_user_tensor():
     assert f["fused"] == 1 and f["dispatches"] == 1 and u["dispatches"] == 4
 
 
+# ---- the block path (FUSED_BLOCK4) ------------------------------------------------------------
+def misaligned(x):
+    """x's values on the device in a view starting one element into its buffer (x[1:] of a
+    buffer): not aligned for 4-element blocks, so a chain over it runs element by element."""
+    buf = torch.zeros(x.numel() + 1, dtype=x.dtype)
+    buf[1:] = x.reshape(-1)
+    v = buf.to(DEV)[1:].view(x.shape)
+    assert v.storage_offset() == 1
+    return v
+
+
+def block_chain(x):
+    """Steps in x's dtype, a bool intermediate, a where, and stores in 1-, 2- and x's own size."""
+    if x.dtype.is_floating_point:
+        y = x * 1.5
+        y = y + x
+        y = torch.relu(y) - 0.25
+        m = y > x
+        w = torch.where(m, y, x * -2)
+        return w * w, m, (w * 0.5).to(torch.float16), w.to(torch.int8)
+    y = x * 3
+    y = y + x
+    y = torch.abs(y) - 7
+    m = y > x
+    w = torch.where(m, y, x * -2)
+    return w * w, m, w.to(torch.int16), (w + 1).to(torch.uint8)
+
+
+BLOCK_SIZES = [1, 3, 4, 5, 7, 8, 9, 1023, 1026]  # a block is 4 elements, an invocation takes 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
+                                   torch.int32, torch.uint8])
+def test_block_path_same_bytes_as_element_path(dtype):
+    """A contiguous, aligned chain runs as blocks of 4 elements (whole-word loads and stores); the
+    same values in a misaligned view run element by element. Fused (interpreted and specialized)
+    and unfused all give the same bytes, around the block and invocation widths and with tails of
+    1-3 elements; NaN/Inf and signed zeros among the float values."""
+    rng = random.Random(5)
+    for n in BLOCK_SIZES:
+        x = make_input(rng, dtype, (n,), special=dtype.is_floating_point)
+        same_bytes(block_chain, x)
+        dense = [raw(r) for r in run(block_chain, True, x.to(DEV))[0]]
+        element = [raw(r) for r in run(block_chain, True, misaligned(x))[0]]
+        for k, (d, e) in enumerate(zip(dense, element)):
+            assert torch.equal(d, e), f"n={n} result {k}: the block path's bytes differ from the element path's"
+        if not dtype.is_floating_point:  # exact: equal to torch CPU too
+            for g, r in zip(run(block_chain, True, x.to(DEV))[0], block_chain(x)):
+                assert torch.equal(g.cpu(), r), f"n={n}: differs from torch CPU"
+
+
+def test_block_path_is_taken_only_where_aligned():
+    """With only the block stores corrupted (test/broken_shaders.py, st_block4), a dense chain's
+    result changes and a misaligned one's does not: the lowering picks the block path by layout.
+    Both run interpreted and specialized."""
+    no_check_mode()
+    x = torch.randn(1026)
+    f = lambda t: ((t * 1.5 + 0.5).relu() * 0.9 - 0.1).abs()  # noqa: E731
+    for spec in (0, 1):
+        good_dense = raw(run(f, True, x.to(DEV), spec=spec)[0])
+        good_mis = raw(run(f, True, misaligned(x), spec=spec)[0])
+        assert torch.equal(good_dense, good_mis)
+        with loaded(broken_dir("fused", only="st_block4")):
+            bad_dense = raw(run(f, True, x.to(DEV), spec=spec)[0])
+            bad_mis = raw(run(f, True, misaligned(x), spec=spec)[0])
+        assert not torch.equal(bad_dense, good_dense), f"spec={spec}: the dense chain did not take the block path"
+        assert torch.equal(bad_mis, good_mis), f"spec={spec}: the misaligned chain took the block path"
+
+
 def test_empty_and_zero_dim():
     for shape in [(0,), (3, 0), ()]:
         x = torch.randn(shape)
