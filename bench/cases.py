@@ -281,3 +281,15 @@ def copy_case(direction, pinned, mib):
         return lambda: dst.copy_(x, non_blocking=True)
     kind = "pinned" if pinned else "pageable"
     return Case(f"{direction} copy {mib} MiB {kind}", "copies", "GB/s", numel * 4, build, f"copy-{direction}-{kind}")
+
+
+def d2d_case(mib):
+    """copy_ between two dense tensors on the device: counts 1 read + 1 write."""
+    numel = mib * (1 << 20) // 4
+
+    def build(dev):
+        x = _rand(numel, dev=dev)
+        y = torch.empty(numel, device=dev)
+        return lambda: y.copy_(x)
+    return Case(f"D2D copy_ {mib} MiB", "copies", "GB/s", 2 * numel * 4, build, "copy-D2D",
+                note="1 read + 1 write; synchronized each step", opts=SYNC_EACH)

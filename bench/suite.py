@@ -61,6 +61,7 @@ def build(full, numel=None, mm=None, dtypes=("f32", "f16", "bf16")):
     out += [C.mlp_case(*s["mlp"]), C.transformer_case(*s["transformer"])]
     out += [C.dependent_ops_case(1000), C.record_case(1000)]
     out += [C.copy_case(d, p, s["copy_mib"]) for d in ("H2D", "D2H") for p in (False, True)]
+    out += [C.d2d_case(s["copy_mib"] * 4)]
     return out
 
 

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+import vkml_torch
 
 from helpers import ALL_DTYPES, DEV, assert_exact, check_mode, stats
 
@@ -312,3 +313,61 @@ def test_clone_of_a_transposed_tensor_keeps_its_layout_and_values(dt):
             assert y.stride() == x.t().stride() and q.stride() == p.permute(2, 0, 3, 1).stride()
             assert_exact(y.cpu(), x.t(), what=f"x.t().clone(), {mode.__name__}")
             assert_exact(q.cpu(), p.permute(2, 0, 3, 1), what=f"permute().clone(), {mode.__name__}")
+
+
+def _copy_kernels(fn):
+    """The kernel names the profiler gives fn's GPU work."""
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        fn()
+        torch.vkml.synchronize()
+    return [row[0] for row in p.summary()]
+
+
+@pytest.mark.parametrize("shader", [0, 1], ids=["buffer-copy", "shader"])
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.float16, torch.uint8, torch.int64],
+                         ids=lambda d: NAMES[d])
+def test_device_to_device_copies(dt, shader):
+    """A dense copy between device buffers (copy_ of same-dtype dense tensors) runs as
+    vkCmdCopyBuffer or, as on GPUs by default (Limits::copy_shader), as elementwise.comp's raw-bit
+    copy in 8- or 4-byte words where the length and both addresses allow (a buffer copy otherwise).
+    Either way the destination gets the source's bytes exactly (random bit patterns: NaN payloads,
+    -0.0, denormals) at every length and offset, and nothing outside the destination view changes."""
+    size = torch.empty(0, dtype=dt).element_size()
+    g = torch.Generator().manual_seed(3)
+    vkml_torch._C._set_copy_shader(shader)
+    try:
+        for n in [1, 2, 3, 4, 5, 7, 8, 9, 31, 1000, 4099]:
+            for so, do in [(0, 0), (1, 0), (0, 1), (2, 2), (3, 1)]:
+                src_cpu = torch.randint(0, 256, ((n + so) * size,), generator=g, dtype=torch.uint8).view(dt)
+                buf_cpu = torch.full(((n + do + 2) * size,), 0xAB, dtype=torch.uint8).view(dt)
+                buf = buf_cpu.to(DEV)
+                buf[do:do + n].copy_(src_cpu.to(DEV)[so:so + n])
+                want = buf_cpu.clone()
+                want[do:do + n] = src_cpu[so:so + n]
+                got = buf.cpu()
+                assert torch.equal(got.view(torch.uint8), want.view(torch.uint8)), (n, so, do)
+    finally:
+        vkml_torch._C._set_copy_shader(-1)
+
+
+def test_device_to_device_copy_path():
+    """Which copy runs: the shader where switched on and the bytes and addresses are whole 4-byte
+    words, else the buffer copy (odd byte counts, odd addresses, or the switch off)."""
+    x = torch.randn(1000, device=DEV)
+    y = torch.empty(1001, device=DEV)
+    b = torch.arange(9, dtype=torch.uint8, device=DEV)
+    c = torch.empty(9, dtype=torch.uint8, device=DEV)
+    try:
+        vkml_torch._C._set_copy_shader(1)
+        assert _copy_kernels(lambda: y[:1000].copy_(x)) == ["copy device->device [elementwise_i64]"]
+        assert _copy_kernels(lambda: y[1:].copy_(x)) == ["copy device->device [elementwise_i64]"]  # 4-byte words
+        assert _copy_kernels(lambda: c[1:].copy_(b[:8])) == ["copy device->device"]  # odd address
+        assert _copy_kernels(lambda: c.copy_(b)) == ["copy device->device"]  # 9 bytes
+        vkml_torch._C._set_copy_shader(0)
+        assert _copy_kernels(lambda: y[:1000].copy_(x)) == ["copy device->device"]
+    finally:
+        vkml_torch._C._set_copy_shader(-1)
+    # the last copies: x into y[:1000] (after x into y[1:], which left x[999] at y[1000]); b into c
+    assert torch.equal(y[:1000].cpu(), x.cpu()) and torch.equal(y[1000].cpu(), x[999].cpu())
+    assert torch.equal(c.cpu(), b.cpu())

@@ -32,6 +32,10 @@ struct Limits {
   // never. 1 on GPUs; 0 on CPU devices (lavapipe), where a compile costs far more than the
   // folded shader saves. VKML_SPECIALIZE=N overrides it (specialize_after() in backend/vulkan/lower.h).
   uint32_t specialize_after = 0;
+  // A cost too: copies between two device buffers run elementwise.comp's raw-bit copy instead of
+  // vkCmdCopyBuffer (on NVIDIA's driver 5x faster; on lavapipe, a memcpy, 20x slower). On GPUs;
+  // VKML_COPY_SHADER=0/1 overrides it (copy_shader() in backend/vulkan/lower.h).
+  bool copy_shader = false;
 };
 
 // Vulkan 1.3 required limits (spec, "Required Limits" table).
@@ -46,6 +50,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.cooperative_matrix = dev.cooperative_matrix;  // a feature
   m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
   m.specialize_after = dev.specialize_after;  // a policy, kept
+  m.copy_shader = dev.copy_shader;  // a policy, kept
   return m;
 }
 

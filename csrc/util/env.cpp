@@ -37,6 +37,7 @@ Env read() {
   if (const char* g = std::getenv("VKML_GEMM_PIPE")) e.gemm_pipe = g;
   if (const char* c = std::getenv("VKML_CONV_PIPE")) e.conv_pipe = c;
   e.specialize = integer("VKML_SPECIALIZE", -1);
+  e.copy_shader = integer("VKML_COPY_SHADER", -1);
   return e;
 }
 }  // namespace

@@ -130,7 +130,7 @@ class VulkanBackend final : public Backend {
       }
       if (n.op == OpId::transfer) {
         order(n);
-        VKML_TRY(record_copy(n));
+        VKML_TRY(record_copy(n, ds));
         ++count;
       } else {
         auto k = lower(n, dev_->limits, ds);
@@ -277,10 +277,21 @@ class VulkanBackend final : public Backend {
     if (!operands_only(op_info(n.op).family) || !hazards_.add(n)) hazards_.all = true;
   }
 
-  Result<void> record_copy(const Node& n) {
+  // A transfer: a buffer copy, or between two device buffers the elementwise copy shader
+  // (transfer_as_copy; ds: room for its dispatch).
+  Result<void> record_copy(const Node& n, Dispatch* ds) {
     const uint64_t bytes = uint64_t(n.t[0].sizes[0]);
     if (n.t[1].numel() * int64_t(dtype_size(n.t[1].dtype)) < int64_t(bytes))
       return fail(Err::invalid, "transfer: source holds fewer than " + std::to_string(bytes) + " bytes");
+    Node as;
+    VkBuffer b;
+    VkDeviceSize o;
+    if (copy_shader(dev_->limits) && mem_.host_ptr(n.t[0].addr) == nullptr && mem_.host_ptr(n.t[1].addr) == nullptr &&
+        mem_.lookup(n.t[0].addr, bytes, &b, &o) && mem_.lookup(n.t[1].addr, bytes, &b, &o) &&
+        transfer_as_copy(n, as)) {
+      auto k = lower(as, dev_->limits, ds);
+      if (k.ok() && *k == 1) return record_dispatch(ds[0], "copy device->device");
+    }
     VkBuffer src, dst;
     VkBufferCopy c{0, 0, bytes};
     if (!mem_.lookup(n.t[1].addr, bytes, &src, &c.srcOffset))

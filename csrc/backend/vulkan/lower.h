@@ -62,6 +62,14 @@ constexpr int kMaxDispatchesPerNode = 8;
 // Fails with Err::unsupported (naming op, dtypes, sizes) when no shader can run the node.
 Result<int> lower(const Node& n, const Limits& lim, Dispatch* out);
 
+// A transfer between two device buffers as an elementwise copy node of 8- or 4-byte words (its
+// raw-bit path), where sizes and addresses allow; false: the runtime copies it as a buffer copy.
+bool transfer_as_copy(const Node& transfer, Node& copy);
+// Whether device-to-device transfers go through transfer_as_copy: VKML_COPY_SHADER where set.
+inline bool copy_shader(const Limits& lim) {
+  return env().copy_shader >= 0 ? env().copy_shader != 0 : lim.copy_shader;
+}
+
 // Whether lower() can handle the node (same answer lower would give, without building it).
 bool can_lower(const Node& n, const Limits& lim);
 
