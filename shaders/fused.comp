@@ -14,21 +14,7 @@
 #include "fused.glsl"
 
 void main() {
-  const uint nsteps = p.nsteps;
-  if ((p.flags & FUSED_BLOCK4) != 0u) {
-    for (uint u = 0u; u < FUSED_BLOCKS; ++u) {
-      const uint n = fused_block(u);
-      if (n == 4u) {
-        for (uint k = 0u; k < nsteps; ++k) fused_step4(k, p.code[k], p.src[k], p.dts[k], p.sflags[k]);
-      } else {
-        for (uint j = 0u; j < n; ++j) {
-          fused_element(blk0 + j, p.nops);
-          for (uint k = 0u; k < nsteps; ++k) fused_step(k, p.code[k], p.src[k], p.dts[k], p.sflags[k]);
-        }
-      }
-    }
-    return;
-  }
   if (!fused_begin(p.nops, p.ndim, (p.flags & FUSED_CONTIGUOUS) != 0u)) return;
+  const uint nsteps = p.nsteps;
   for (uint k = 0u; k < nsteps; ++k) fused_step(k, p.code[k], p.src[k], p.dts[k], p.sflags[k]);
 }

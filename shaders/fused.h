@@ -15,8 +15,6 @@ namespace vkml::pc {
 #define FUSED_NONE 255u      // a step source or store slot that is absent
 #define FUSED_REG 128u       // source FUSED_REG | k: the result of step k (kept in a register)
 #define FUSED_CONTIGUOUS 1u  // every operand is dense in the same order: offsets are i * size
-#define FUSED_BLOCK4 2u      // contiguous, and every base aligned for blocks of 4 (fused.glsl)
-#define FUSED_BLOCKS 2u      // blocks of 4 elements an invocation takes on the FUSED_BLOCK4 path
 #define FUSED_SCALAR_B 1u    // step flag: b is the scalar s1 (EW_SCALAR_B)
 #define FUSED_HAS_A 2u       // step flag: the node has operand a
 #define FUSED_KEEP 4u        // step flag: a step after the next one reads its result (reg[k])

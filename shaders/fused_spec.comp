@@ -42,6 +42,7 @@ SPEC_STEP(15, 65, 66, 67, 68)
 // constant once specialized, and [[unroll]] asks the driver to unroll it, which makes each
 // step's constants plain numbers.
 void main() {
+  if (!fused_begin(NOPS, NDIM, (FLAGS & FUSED_CONTIGUOUS) != 0u)) return;
   const uint code[FUSED_STEPS] = uint[](CODE0, CODE1, CODE2, CODE3, CODE4, CODE5, CODE6, CODE7,
       CODE8, CODE9, CODE10, CODE11, CODE12, CODE13, CODE14, CODE15);
   const uint src[FUSED_STEPS] = uint[](SRC0, SRC1, SRC2, SRC3, SRC4, SRC5, SRC6, SRC7,
@@ -50,20 +51,5 @@ void main() {
       DTS8, DTS9, DTS10, DTS11, DTS12, DTS13, DTS14, DTS15);
   const uint fl[FUSED_STEPS] = uint[](FL0, FL1, FL2, FL3, FL4, FL5, FL6, FL7,
       FL8, FL9, FL10, FL11, FL12, FL13, FL14, FL15);
-  if ((FLAGS & FUSED_BLOCK4) != 0u) {
-    for (uint u = 0u; u < FUSED_BLOCKS; ++u) {
-      const uint n = fused_block(u);
-      if (n == 4u) {
-        [[unroll]] for (uint k = 0u; k < NSTEPS; ++k) fused_step4(k, code[k], src[k], dts[k], fl[k]);
-      } else {
-        for (uint j = 0u; j < n; ++j) {
-          fused_element(blk0 + j, NOPS);
-          [[unroll]] for (uint k = 0u; k < NSTEPS; ++k) fused_step(k, code[k], src[k], dts[k], fl[k]);
-        }
-      }
-    }
-    return;
-  }
-  if (!fused_begin(NOPS, NDIM, (FLAGS & FUSED_CONTIGUOUS) != 0u)) return;
   [[unroll]] for (uint k = 0u; k < NSTEPS; ++k) fused_step(k, code[k], src[k], dts[k], fl[k]);
 }

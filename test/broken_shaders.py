@@ -50,11 +50,9 @@ def stem_blobs(stem, dtype_name):
     return {f"{stem}_{v}", f"{stem}_{v}_ieee"}
 
 
-def broken_dir(stem, blobs=None, only=None):
-    """A directory holding broken builds of shaders/<stem>.comp's blobs (default: all of them).
-    only: corrupt just the store helpers whose text contains it (e.g. "st_block4": the 4-element
-    block stores alone, which tells a fast path from the general one)."""
-    key = (stem, frozenset(blobs) if blobs else None, only)
+def broken_dir(stem, blobs=None):
+    """A directory holding broken builds of shaders/<stem>.comp's blobs (default: all of them)."""
+    key = (stem, frozenset(blobs) if blobs else None)
     if key in _built:
         return _built[key]
     src = shaders.copy_tree(os.path.join(_tmp(), "src"))
@@ -62,9 +60,7 @@ def broken_dir(stem, blobs=None, only=None):
     text = open(os.path.join(shaders.SHADERS, "common.glsl")).read()
     for old, new in STORES.items():
         assert text.count(old) == 1, f"broken_shaders: common.glsl no longer has {old!r}; update STORES"
-        if only is None or only in old:
-            text = text.replace(old, new)
-    assert only is None or any(only in old for old in STORES), f"broken_shaders: no store helper matches {only!r}"
+        text = text.replace(old, new)
     open(path, "w").write(text)
     out = os.path.join(_tmp(), f"{stem}-{len(_built)}")
     # A family may have several shaders, <stem>.comp and <stem>_*.comp (gemm's pipelines):

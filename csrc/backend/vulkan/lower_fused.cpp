@@ -66,10 +66,7 @@ int lower_fused(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
     if (!contiguous && !fits_i32(span)) return why = "byte offsets do not fit 32 bits", -1;
   }
   for (int d = 0; d < nd; ++d) p.shape[nd - 1 - d] = int32_t(sz[d]);
-  // Blocks of 4 (fused.glsl): contiguous, with every base aligned as elementwise's EW_VEC needs.
-  bool block4 = contiguous;
-  for (int j = 0; j < nt && block4; ++j) block4 = n.t[j].addr % block4_align(n.t[j].dtype) == 0;
-  p.flags = (contiguous ? FUSED_CONTIGUOUS : 0u) | (block4 ? FUSED_BLOCK4 : 0u);
+  p.flags = contiguous ? FUSED_CONTIGUOUS : 0u;
   for (size_t k = 0; k < prog->steps.size(); ++k) {
     const Node& e = prog->nodes[k];
     const FusedStep& s = prog->steps[k];
@@ -124,8 +121,7 @@ int lower_fused(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
   }
   pc::FusedPc pcb{};
   pcb.numel = uint32_t(numel);
-  const uint64_t per_group = block4 ? uint64_t(kGroup) * 4 * FUSED_BLOCKS : uint64_t(kGroup);
-  if (!grid2((uint64_t(numel) + per_group - 1) / per_group, lim, out[0])) return why = "too many groups", -1;
+  if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
   put(out[0], pcb);
   put_params(out[0], p, offsetof(pc::FusedPc, params));
   return 1;
