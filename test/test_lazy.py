@@ -153,3 +153,68 @@ def test_nodes_alike_but_for_address_alignment_or_strides():
     outs = [f(x) for f in cases]
     for f, got in zip(cases, outs):
         assert_exact(got, f(src))
+
+
+def test_submit_early_starts_pending_matrix_products():
+    """VKML_SUBMIT_EARLY=M (an experiment, off by default): once M MFLOP of matrix products are
+    pending and the GPU has finished everything submitted, recording submits the batch without
+    waiting. Off, or below M, nothing is submitted before an observation; elementwise work never
+    counts. The results are the same bytes as with it off, and within the standard bound of a
+    K-term float32 sum of torch CPU's: |err| <= K * 2^-24 * (|A| @ |B|) per output."""
+    vkml_torch.set_check(False)  # check mode submits every node on its own
+    g = torch.Generator().manual_seed(4)
+    a, b = torch.randn(128, 64, generator=g), torch.randn(64, 96, generator=g)  # 2*128*96*64 = 1.57 MFLOP
+    x = torch.randn(1 << 16, generator=g)
+    da, db, dx = a.to(DEV), b.to(DEV), x.to(DEV)
+    results = {}
+    try:
+        for mflop, early in ((0, 0), (1, 1), (2, 0)):
+            vkml_torch._C._set_submit_early(mflop)
+            torch.vkml.synchronize()
+            s0 = stats()
+            y = (dx * 2 + 1).abs() - 0.5  # elementwise: never a reason to submit early
+            s1 = stats()
+            c = (da * 2) @ db
+            s2 = stats()
+            d = c.relu() + 1
+            s3 = stats()
+            assert s1["submits"] == s0["submits"], f"M={mflop}: elementwise work was submitted early"
+            assert s2["submits"] - s1["submits"] == early, f"M={mflop}: {s2['submits'] - s1['submits']} early submissions"
+            assert s3["submits"] == s2["submits"]
+            results[mflop] = (d.cpu(), y.cpu())
+    finally:
+        vkml_torch._C._set_submit_early(0)
+    for m in (1, 2):
+        assert torch.equal(results[m][0], results[0][0]) and torch.equal(results[m][1], results[0][1])
+    ref = ((a * 2) @ b).relu() + 1
+    bound = 64 * 2.0 ** -24 * ((a * 2).abs() @ b.abs())
+    assert ((results[0][0] - ref).abs() <= bound).all()
+    assert torch.equal(results[0][1], (x * 2 + 1).abs() - 0.5)
+
+
+def test_submit_early_while_the_gpu_works():
+    """A chain of matrix products under VKML_SUBMIT_EARLY=1: each record polls whether the last
+    submission has finished (Backend::idle) and submits only then, so between 1 and 20 early
+    submissions happen, depending on the device's speed; the result is the same bytes as with the
+    experiment off."""
+    vkml_torch.set_check(False)
+    g = torch.Generator().manual_seed(5)
+    a, w = torch.randn(128, 96, generator=g), torch.randn(96, 96, generator=g) / 10  # 2.4 MFLOP a product
+    out = {}
+    try:
+        for mflop in (0, 1):
+            vkml_torch._C._set_submit_early(mflop)
+            c, dw = a.to(DEV), w.to(DEV)
+            torch.vkml.synchronize()
+            s0 = stats()
+            for _ in range(20):
+                c = c @ dw
+            early = stats()["submits"] - s0["submits"]
+            out[mflop] = c.cpu()
+            if mflop == 0:
+                assert early == 0
+            else:
+                assert 1 <= early <= 20, early
+    finally:
+        vkml_torch._C._set_submit_early(0)
+    assert torch.equal(out[0], out[1])

@@ -21,6 +21,7 @@ struct Graph {
   std::vector<Freed> freed;  // what the plan's liveness reads (plan/fuse.cpp)
   std::vector<std::shared_ptr<void>> keepalive;  // released once the nodes have executed
   size_t staged_bytes = 0;                        // host staging held by pending uploads
+  double gemm_flops = 0;                          // of the pending matrix products (VKML_SUBMIT_EARLY)
 
   bool empty() const { return nodes.empty(); }
   void clear() {
@@ -28,6 +29,7 @@ struct Graph {
     freed.clear();
     keepalive.clear();
     staged_bytes = 0;
+    gemm_flops = 0;
   }
 };
 

@@ -292,6 +292,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_specialize", [] { return env().specialize; });
   // Test aid: device-to-device copies by shader (1), by vkCmdCopyBuffer (0), or the device's
   // default (-1, Limits::copy_shader), as VKML_COPY_SHADER.
+  m.def("_set_submit_early", [](int mflop) { set_switch([mflop](Env& e) { e.submit_early = mflop < 0 ? 0 : mflop; }); });
   m.def("_set_copy_shader", [](int n) { set_switch([n](Env& e) { e.copy_shader = n < 0 ? -1 : n != 0; }); });
   m.def("_trace_begin", [] { aten::set_tracing(true); });
   m.def("_trace_end", [] { aten::set_tracing(false); });
