@@ -33,7 +33,7 @@ struct Limits {
   // folded shader saves. VKML_SPECIALIZE=N overrides it (specialize_after() in backend/vulkan/lower.h).
   uint32_t specialize_after = 0;
   // A cost too: copies between two device buffers run elementwise.comp's raw-bit copy instead of
-  // vkCmdCopyBuffer (on NVIDIA's driver 5x faster; on lavapipe, a memcpy, 20x slower). On GPUs;
+  // vkCmdCopyBuffer (on the H100 2.8x faster; on lavapipe, a memcpy, 20x slower). On GPUs;
   // VKML_COPY_SHADER=0/1 overrides it (copy_shader() in backend/vulkan/lower.h).
   bool copy_shader = false;
 };

@@ -268,13 +268,13 @@ Result<void> Device::commit_locked() {
   // VKML_SUBMIT_EARLY (an experiment, off by default): matrix products worth a submission are
   // pending and the GPU has nothing left to run, so the batch goes without waiting and the host
   // records what follows while the GPU works (docs/performance.md, the H100's third session).
-  if (const Family f = op_info(n.op).family; f == Family::gemm && e.submit_early > 0) {
-    const TensorDesc& c = n.t[GemmArgs::c];
-    const TensorDesc& a = n.t[GemmArgs::a];
-    graph_.gemm_flops += 2.0 * double(c.numel()) * double(a.ndim ? a.sizes[a.ndim - 1] : 0);
+  if (e.submit_early > 0) {
+    if (op_info(n.op).family == Family::gemm) {  // c [B, M, N] = a [B, M, K] @ b: 2*B*M*N*K
+      const TensorDesc& a = n.t[GemmArgs::a];
+      graph_.gemm_flops += 2.0 * double(n.t[GemmArgs::c].numel()) * double(a.ndim ? a.sizes[a.ndim - 1] : 0);
+    }
+    if (graph_.gemm_flops >= 1e6 * e.submit_early && backend_->idle()) return flush_locked(/*wait=*/false);
   }
-  if (e.submit_early > 0 && graph_.gemm_flops >= 1e6 * e.submit_early && backend_->idle())
-    return flush_locked(/*wait=*/false);
   return {};
 }
 

@@ -294,15 +294,6 @@ class VulkanBackend final : public Backend {
     const uint64_t bytes = uint64_t(n.t[0].sizes[0]);
     if (n.t[1].numel() * int64_t(dtype_size(n.t[1].dtype)) < int64_t(bytes))
       return fail(Err::invalid, "transfer: source holds fewer than " + std::to_string(bytes) + " bytes");
-    Node as;
-    VkBuffer b;
-    VkDeviceSize o;
-    if (copy_shader(dev_->limits) && mem_.host_ptr(n.t[0].addr) == nullptr && mem_.host_ptr(n.t[1].addr) == nullptr &&
-        mem_.lookup(n.t[0].addr, bytes, &b, &o) && mem_.lookup(n.t[1].addr, bytes, &b, &o) &&
-        transfer_as_copy(n, as)) {
-      auto k = lower(as, dev_->limits, ds);
-      if (k.ok() && *k == 1) return record_dispatch(ds[0], "copy device->device");
-    }
     VkBuffer src, dst;
     VkBufferCopy c{0, 0, bytes};
     if (!mem_.lookup(n.t[1].addr, bytes, &src, &c.srcOffset))
@@ -311,6 +302,12 @@ class VulkanBackend final : public Backend {
     if (!mem_.lookup(n.t[0].addr, bytes, &dst, &c.dstOffset))
       return fail(Err::invalid, "transfer: destination " + hex(n.t[0].addr) + " + " + std::to_string(bytes) +
                                     " bytes is not inside one vkml buffer");
+    Node as;
+    if (copy_shader(dev_->limits) && mem_.host_ptr(n.t[0].addr) == nullptr &&
+        mem_.host_ptr(n.t[1].addr) == nullptr && transfer_as_copy(n, as)) {
+      auto k = lower(as, dev_->limits, ds);
+      if (k.ok() && *k == 1) return record_dispatch(ds[0], copy_name(n));
+    }
     const bool timed = ts_.active();  // profiling off: no calls, no names
     if (timed) ts_.before(copy_name(n), "", 0);
     dev_->fn.vkCmdCopyBuffer(cmd_, src, dst, 1, &c);
