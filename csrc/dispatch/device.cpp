@@ -265,15 +265,16 @@ Result<void> Device::commit_locked() {
   // Past the bounds the batch goes to the GPU without waiting: recording goes on meanwhile.
   if (int(graph_.nodes.size()) >= e.max_pending || graph_.staged_bytes >= kMaxStagedBytes)
     return flush_locked(/*wait=*/false);
-  // VKML_SUBMIT_EARLY (an experiment, off by default): matrix products worth a submission are
-  // pending and the GPU has nothing left to run, so the batch goes without waiting and the host
-  // records what follows while the GPU works (docs/performance.md, the H100's third session).
-  if (e.submit_early > 0) {
-    if (op_info(n.op).family == Family::gemm) {  // c [B, M, N] = a [B, M, K] @ b: 2*B*M*N*K
-      const TensorDesc& a = n.t[GemmArgs::a];
-      graph_.gemm_flops += 2.0 * double(n.t[GemmArgs::c].numel()) * double(a.ndim ? a.sizes[a.ndim - 1] : 0);
-    }
-    if (graph_.gemm_flops >= 1e6 * e.submit_early && backend_->idle()) return flush_locked(/*wait=*/false);
+  // Early submission: once matrix products worth it are pending, the batch goes without waiting,
+  // so the GPU runs them while the host records what follows (Limits::submit_early_mflop,
+  // docs/performance.md). Elementwise work never counts, so chains keep fusing; the points where
+  // it submits depend on the program alone, so a training step's batches (and the fused programs
+  // they plan) are the same every step.
+  if (op_info(n.op).family == Family::gemm) {
+    const uint32_t mflop = e.submit_early >= 0 ? uint32_t(e.submit_early) : limits().submit_early_mflop;
+    const TensorDesc& a = n.t[GemmArgs::a];  // c [B, M, N] = a [B, M, K] @ b: 2*B*M*N*K
+    graph_.gemm_flops += 2.0 * double(n.t[GemmArgs::c].numel()) * double(a.ndim ? a.sizes[a.ndim - 1] : 0);
+    if (mflop && graph_.gemm_flops >= 1e6 * mflop) return flush_locked(/*wait=*/false);
   }
   return {};
 }

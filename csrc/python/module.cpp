@@ -290,9 +290,9 @@ PYBIND11_MODULE(_C, m) {
   // n times (0: never; -1: the device's default, Limits::specialize_after), as VKML_SPECIALIZE=n.
   m.def("_set_specialize", [](int n) { set_switch([n](Env& e) { e.specialize = n < 0 ? -1 : n; }); });
   m.def("_specialize", [] { return env().specialize; });
-  // Test aid: the early submission of pending matrix products past this many MFLOP (0: off), as
-  // VKML_SUBMIT_EARLY.
-  m.def("_set_submit_early", [](int mflop) { set_switch([mflop](Env& e) { e.submit_early = mflop < 0 ? 0 : mflop; }); });
+  // Test aid: the early submission of pending matrix products past this many MFLOP (0: never;
+  // -1: the device's default, Limits::submit_early_mflop), as VKML_SUBMIT_EARLY.
+  m.def("_set_submit_early", [](int mflop) { set_switch([mflop](Env& e) { e.submit_early = mflop < 0 ? -1 : mflop; }); });
   // Test aid: device-to-device copies by shader (1), by vkCmdCopyBuffer (0), or the device's
   // default (-1, Limits::copy_shader), as VKML_COPY_SHADER.
   m.def("_set_copy_shader", [](int n) { set_switch([n](Env& e) { e.copy_shader = n < 0 ? -1 : n != 0; }); });

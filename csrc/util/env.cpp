@@ -38,7 +38,7 @@ Env read() {
   if (const char* c = std::getenv("VKML_CONV_PIPE")) e.conv_pipe = c;
   e.specialize = integer("VKML_SPECIALIZE", -1);
   e.copy_shader = integer("VKML_COPY_SHADER", -1);
-  e.submit_early = integer("VKML_SUBMIT_EARLY", 0);
+  e.submit_early = integer("VKML_SUBMIT_EARLY", -1);
   return e;
 }
 }  // namespace

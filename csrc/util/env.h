@@ -24,8 +24,9 @@ struct Env {
   bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
   int specialize = -1;        // VKML_SPECIALIZE=N: specialized pipelines once their constants came N
                               // times, 0 never (Limits::specialize_after); -1: the device's default
-  int submit_early = 0;       // VKML_SUBMIT_EARLY=M: submit without waiting once M MFLOP of matrix
-                              // products are pending and the GPU is idle; 0: off (an experiment)
+  int submit_early = -1;      // VKML_SUBMIT_EARLY=M: submit without waiting once M MFLOP of matrix
+                              // products are pending; 0: never; -1: the device's default
+                              // (Limits::submit_early_mflop)
   int copy_shader = -1;       // VKML_COPY_SHADER=0/1: device-to-device copies by shader (Limits::copy_shader)
 };
 

@@ -113,8 +113,6 @@ class Backend {
   virtual Result<uint64_t> submit(std::span<const Node> nodes) = 0;
   virtual Result<void> wait(uint64_t ticket) = 0;
   virtual uint64_t completed() = 0;
-  // Whether every submitted batch has finished: polls, never waits (VKML_SUBMIT_EARLY).
-  virtual bool idle() { return true; }
   Result<void> execute(std::span<const Node> nodes) {  // submit and wait
     auto t = submit(nodes);
     if (!t.ok()) return t.error();

@@ -174,17 +174,6 @@ class VulkanBackend final : public Backend {
     return {};
   }
 
-  bool idle() override {
-    std::lock_guard<std::mutex> lk(exec_mu_);
-    if (last_ <= done_) return true;
-    for (Slot& sl : slots_)  // batches finish in order: the last one's fence says for all
-      if (sl.ticket == last_ && dev_->fn.vkGetFenceStatus(dev_->dev, sl.fence) != VK_SUCCESS) return false;
-    for (uint64_t t = done_ + 1; t <= last_; ++t)
-      for (Slot& sl : slots_)
-        if (sl.ticket == t && !wait_slot(sl).ok()) return false;
-    return true;
-  }
-
   uint64_t completed() override {
     std::lock_guard<std::mutex> lk(exec_mu_);
     return done_;

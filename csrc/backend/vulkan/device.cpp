@@ -234,6 +234,7 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   if (p12.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) L.max_loop_trips = 65535;  // gallivm's loop limiter
   L.specialize_after = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 1;
   L.copy_shader = p.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  L.submit_early_mflop = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 0 : 1000;
   return {};
 }
 
