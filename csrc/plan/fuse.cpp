@@ -60,6 +60,11 @@ struct View {
   TensorDesc d;
   int writer = -1;      // the last step that writes it
   bool loaded = false;  // read from memory (before any write of the group)
+  // Must stay in registers, never stored: a node the group passed over touches these bytes too
+  // (a block the allocator handed from one temporary to the next, as in a foreach optimizer's
+  // composites), so a store could clobber what it reads. finish() checks that no node outside
+  // the group reads a value the group wrote there.
+  bool hidden = false;
 };
 
 struct Group {
@@ -168,30 +173,65 @@ struct Group {
   }
 };
 
-// Freed blocks by address, to ask whether a view's block was freed after a node was recorded.
+// Freed blocks by address, then by when, to ask whether a view's block was freed after a node was
+// recorded (a block the allocator reuses appears once per free: thousands of times in a batch).
 struct FreedIndex {
   std::vector<Freed> v;
   explicit FreedIndex(const std::vector<Freed>& f) : v(f) {
-    std::sort(v.begin(), v.end(), [](const Freed& a, const Freed& b) { return a.addr < b.addr; });
+    std::sort(v.begin(), v.end(), [](const Freed& a, const Freed& b) { return a.addr != b.addr ? a.addr < b.addr : a.at < b.at; });
   }
   // The earliest index from which nothing recorded holds d's bytes, if freed after node `after`;
   // 0 when not known to be freed (a block's start is matched exactly: views inside are kept).
   size_t freed_after(const TensorDesc& d, size_t after) const {
-    auto it = std::upper_bound(v.begin(), v.end(), d.addr, [](uint64_t a, const Freed& f) { return a < f.addr; });
-    size_t best = 0;
-    const uint64_t end = d.addr + uint64_t(d.span_bytes());
-    for (auto s = it; s != v.begin();) {
-      --s;
-      if (s->addr != std::prev(it)->addr) break;
-      if (s->at > after && end <= s->addr + s->bytes && (best == 0 || s->at < best)) best = s->at;
-    }
-    return best;
+    // the blocks that start where the last one at or below d.addr does, freed after `after`
+    auto up = std::upper_bound(v.begin(), v.end(), d.addr, [](uint64_t a, const Freed& f) { return a < f.addr; });
+    if (up == v.begin()) return 0;
+    const uint64_t base = std::prev(up)->addr, end = d.addr + uint64_t(d.span_bytes());
+    auto it = std::lower_bound(v.begin(), up, after + 1, [base](const Freed& f, size_t at) {
+      return f.addr != base ? f.addr < base : f.at < at;
+    });
+    for (; it != up; ++it)  // by when: the first that covers d is the earliest
+      if (end <= it->addr + it->bytes) return it->at;
+    return 0;
   }
 };
 
 bool touches(const Node& n, const TensorDesc& d) {
   for (int k = 0; k < n.nout + n.nin && k < kMaxOperands; ++k)
     if (n.t[k].addr && overlap(n.t[k], d)) return true;
+  return false;
+}
+
+// How candidate c conflicts with y (batch index yi), a node recorded before it that the group
+// passed over: 0 none; 1 only through operands that may stay in registers: c's output (c writes
+// bytes y touched), or an input the group wrote after y (c reads the group's register, which
+// holds what memory would), each such view added to `hide`; 2 otherwise (c needs y's bytes).
+int conflict(const Node& c, const Node& y, size_t yi, const Group& grp, std::vector<int>& hide) {
+  int kind = 0;
+  for (int i = 0; i < c.nout + c.nin && i < kMaxOperands; ++i) {
+    if (!c.t[i].addr) continue;
+    for (int j = 0; j < y.nout + y.nin && j < kMaxOperands; ++j)
+      if (y.t[j].addr && (i < c.nout || j < y.nout) && overlap(c.t[i], y.t[j])) {
+        if (i >= c.nout) {
+          int v = -1;
+          for (size_t w = 0; w < grp.views.size() && v < 0; ++w) {
+            const View& x = grp.views[w];  // a transfer's source: the bytes of a view it copies
+            const bool same = c.op == OpId::transfer ? x.d.addr == c.t[i].addr : same_layout(x.d, c.t[i]);
+            if (same && x.writer >= 0 && !x.loaded && grp.at[size_t(x.writer)] > yi) v = int(w);
+          }
+          if (v < 0) return 2;
+          hide.push_back(v);
+        }
+        kind = 1;
+      }
+  }
+  return kind;
+}
+
+// Whether c's output shares bytes with any operand of y.
+bool touches_out(const Node& c, const Node& y) {
+  for (int j = 0; j < y.nout + y.nin && j < kMaxOperands; ++j)
+    if (y.t[j].addr && overlap(c.t[A::out], y.t[j])) return true;
   return false;
 }
 
@@ -205,14 +245,90 @@ bool depends(const Node& x, const Node& y) {
   return false;
 }
 
+// The bytes node m's operand k covers (a transfer's operands are byte ranges).
+bool overlaps_operand(const Node& m, int k, const TensorDesc& d) {
+  if (m.op != OpId::transfer) return overlap(m.t[k], d);
+  const uint64_t lo = m.t[k].addr, hi = lo + uint64_t(m.t[0].sizes[0]);
+  return lo < d.addr + uint64_t(d.span_bytes()) && d.addr < hi;
+}
+
+// For a hidden view j: walking the batch from the group's first write of it to the free of its
+// block, no node outside the group reads a byte whose last writer was the group, and no step of
+// the group reads the view after a node outside wrote any of it (the step would get the group's
+// register). Outside writes count only dense ones, whose byte range is then theirs.
+bool unread_outside(const Graph& g, const Group& grp, size_t j, const std::vector<bool>& taken,
+                    const FreedIndex& freed) {
+  struct Span {
+    uint64_t lo, hi;
+  };
+  auto span = [](const Node& m, int i) {
+    const uint64_t lo = m.t[i].addr;
+    return Span{lo, lo + (m.op == OpId::transfer ? uint64_t(m.t[0].sizes[0]) : uint64_t(m.t[i].span_bytes()))};
+  };
+  const View& v = grp.views[j];
+  const Span mine{v.d.addr, v.d.addr + uint64_t(v.d.span_bytes())};
+  size_t first = 0;
+  for (size_t k = 0; k < grp.steps.size(); ++k)
+    if (grp.steps[k].store == j) {
+      first = grp.at[k];
+      break;
+    }
+  const size_t free_at = freed.freed_after(v.d, grp.at[size_t(v.writer)]);
+  if (free_at == 0) return false;
+  bool ours = true;            // every byte of the view last written by the group
+  std::vector<Span> theirs;    // dense ranges written from outside since the group's last write
+  size_t step = 0;
+  while (step < grp.at.size() && grp.at[step] <= first) ++step;
+  for (size_t k = first + 1; k < free_at && k < g.nodes.size(); ++k) {
+    const bool in_group = taken[k] && step < grp.at.size() && grp.at[step] == k;
+    const Node& m = in_group ? grp.nodes[step++] : g.nodes[k];
+    auto touches_view = [&](int i) {
+      const Span s = span(m, i);
+      return m.t[i].addr && s.lo < mine.hi && mine.lo < s.hi;
+    };
+    const bool old = m.op != OpId::transfer && op_info(m.op).family == Family::elementwise && m.as<A>().reads_out;
+    for (int i = 0; i < m.nout + m.nin && i < kMaxOperands; ++i) {  // reads first
+      if ((i < m.nout && !old) || !touches_view(i)) continue;
+      if (in_group) {
+        if (!ours) return false;
+        continue;
+      }
+      const Span s = span(m, i);
+      bool covered = false;
+      for (const Span& t : theirs) covered = covered || (t.lo <= s.lo && s.hi <= t.hi);
+      if (!covered) return false;
+    }
+    for (int i = 0; i < m.nout && i < kMaxOperands; ++i) {
+      if (!touches_view(i)) continue;
+      if (in_group) {
+        ours = true;
+        theirs.clear();
+      } else {
+        if (m.op != OpId::transfer && !m.t[i].contiguous()) return false;
+        theirs.push_back(span(m, i));
+        ours = false;
+      }
+    }
+  }
+  return true;
+}
+
 // The fused node for the group's steps (it runs where the first one was), or false when it does
 // not fit the shader (operands, dims, offsets). taken[k]: node k is a step of this group.
-bool finish(Graph& g, Group& grp, const std::vector<bool>& taken, const FreedIndex& freed, Node* out) {
+bool finish(Graph& g, Group& grp, const std::vector<bool>& taken, const FreedIndex& freed, Node* out,
+            std::vector<uint64_t>& no_hide) {
   const size_t count = grp.steps.size(), first = grp.at[0];
   std::vector<bool> stored(grp.views.size());
   for (size_t j = 0; j < grp.views.size(); ++j) {
     const View& v = grp.views[j];
     if (v.writer < 0) continue;
+    if (v.hidden) {
+      if (!unread_outside(g, grp, j, taken, freed)) {
+        no_hide.push_back(v.d.addr);
+        return false;
+      }
+      continue;  // never stored
+    }
     // Dead: its block was freed after its last write was recorded, and no node that runs after
     // the fused node and was recorded before that free touches its bytes. Otherwise store it.
     const size_t at = freed.freed_after(v.d, grp.at[size_t(v.writer)]);
@@ -269,31 +385,84 @@ bool finish(Graph& g, Group& grp, const std::vector<bool>& taken, const FreedInd
   return true;
 }
 
-constexpr size_t kWindow = 48;  // nodes a group looks past for more steps (foreach loops)
-constexpr size_t kMaxSkipped = 24;
+// How far a group looks past nodes that cannot join for more steps (foreach loops): kWindow nodes
+// and kMaxSkipped passed over. Where views may stay in registers (a foreach optimizer's
+// parameters, 15 nodes each, interleaved), further, but only while it keeps growing: kStale
+// nodes without a new step end it, kWideStale once a step joined through a view kept in
+// registers (two interleaved chains whose temporaries swap blocks would otherwise scan the whole
+// window for every group: several times the planning time).
+constexpr size_t kWindow = 48, kMaxSkipped = 24;
+constexpr size_t kWideWindow = 128, kWideSkipped = 112, kStale = 24, kWideStale = 48;
+constexpr size_t kMaxNoHide = 4;     // blocks refused in a group before it keeps no view in registers
+constexpr size_t kHideFailures = 8;  // refusals beyond the successes before a batch stops trying
 
 // Grows a group from node i: the following nodes that can join, and past those that cannot, later
 // ones that depend on none of the nodes passed over (they then run before those).
 void grow(const Graph& g, size_t i, const Limits& lim, const std::vector<bool>& done, Group& grp,
-          size_t max_steps) {
+          size_t max_steps, const FreedIndex& freed, const std::vector<uint64_t>& no_hide, bool hiding) {
+  const bool may_hide = hiding && no_hide.size() < kMaxNoHide;
   const size_t n = g.nodes.size();
   std::vector<size_t> skipped;
+  std::vector<int> hide;
   grp.views.reserve(kMaxOps);  // no regrowth: a node is 2 KB
   grp.steps.reserve(max_steps);
   grp.nodes.reserve(max_steps);
   grp.at.reserve(max_steps);
   grp.add(g.nodes[i], i);
-  for (size_t k = i + 1; k < n && k < i + kWindow && grp.steps.size() < max_steps; ++k) {
+  const size_t window = may_hide ? kWideWindow : kWindow, most_skipped = may_hide ? kWideSkipped : kMaxSkipped;
+  size_t last = i;      // the last node that joined
+  bool hid = false;     // a step joined through a view kept in registers
+  for (size_t k = i + 1; k < n && k < i + window && grp.steps.size() < max_steps; ++k) {
     if (done[k]) continue;
+    if (may_hide && k > last + (hid ? kWideStale : kStale)) break;
     const Node& c = g.nodes[k];
     const TensorDesc& shape = grp.views[0].d;
     // cheap first: could it join at all (a step of the group's shape, or a copy of a view)?
     const bool step = fusable(c, lim) && c.t[A::out].ndim == shape.ndim &&
                       std::equal(shape.sizes, shape.sizes + shape.ndim, c.t[A::out].sizes);
-    bool maybe = step || c.op == OpId::transfer;
-    for (size_t s = 0; maybe && s < skipped.size(); ++s) maybe = !depends(c, g.nodes[skipped[s]]);
-    if (maybe && ((step && grp.add(c, k)) || (!step && grp.absorb(c, k)))) continue;
-    if (!operands_only(op_info(c.op).family) || skipped.size() == kMaxSkipped) break;
+    bool maybe = step || c.op == OpId::transfer, hide_out = false;
+    hide.clear();
+    // A step whose operands share bytes with a passed-over node joins only where those views can
+    // stay in registers: finish() checks that no node outside the group reads what the group
+    // wrote there. The output can, if it is a step's, its block is freed in the batch, it was
+    // not refused for this group, and it overlaps only a view the group wrote and never loaded.
+    auto refused = [&](uint64_t addr) { return std::find(no_hide.begin(), no_hide.end(), addr) != no_hide.end(); };
+    int out_may_hide = -1;  // not asked yet (a freed-block lookup: only where needed)
+    auto output_may_hide = [&] {
+      if (out_may_hide < 0) {
+        const TensorDesc& o = c.t[A::out];
+        bool ok = may_hide && step && !c.as<A>().reads_out && !refused(o.addr) && freed.freed_after(o, k) != 0;
+        for (size_t j = 0; ok && j < grp.views.size(); ++j) {
+          const View& v = grp.views[j];
+          if (overlap(v.d, o)) ok = same_layout(v.d, o) && v.writer >= 0 && !v.loaded;
+        }
+        out_may_hide = ok;
+      }
+      return out_may_hide == 1;
+    };
+    for (size_t r = skipped.size(); maybe && r > 0; --r) {  // the latest first: most conflicts are there
+      const Node& y = g.nodes[skipped[r - 1]];
+      const size_t had = hide.size();
+      const int kind = conflict(c, y, skipped[r - 1], grp, hide);
+      const bool out = kind == 1 && touches_out(c, y);
+      maybe = kind == 0 || (kind == 1 && may_hide && (!out || output_may_hide()));
+      for (size_t h = had; maybe && h < hide.size(); ++h) maybe = !refused(grp.views[size_t(hide[h])].d.addr);
+      hide_out = hide_out || out;
+    }
+    if (maybe && step && grp.add(c, k)) {
+      for (int v : hide) grp.views[size_t(v)].hidden = true;
+      if (hide_out) grp.views[grp.steps.back().store].hidden = true;
+      last = k;
+      hid = hid || hide_out || !hide.empty();
+      continue;
+    }
+    if (maybe && !step && grp.absorb(c, k)) {
+      for (int v : hide) grp.views[size_t(v)].hidden = true;
+      last = k;
+      hid = hid || !hide.empty();
+      continue;
+    }
+    if (!operands_only(op_info(c.op).family) || skipped.size() == most_skipped) break;
     skipped.push_back(k);
   }
 }
@@ -318,6 +487,8 @@ Result<void> fuse(Graph& g, const Limits& lim) {
   if (i + 1 >= n) return {};  // nothing to fuse: leave the batch as it is
   const FreedIndex freed(g.freed);
   std::vector<bool> done(n), taken(n);
+  std::vector<uint64_t> no_hide;  // blocks whose views could not stay in registers in this group
+  size_t hid_done = 0, hid_failed = 0;  // groups made with views in registers, and attempts refused
   std::vector<Node> out(g.nodes.begin(), g.nodes.begin() + ptrdiff_t(i));
   out.reserve(n);
   for (; i < n; ++i) {
@@ -332,18 +503,28 @@ Result<void> fuse(Graph& g, const Limits& lim) {
       continue;
     }
     Group grp;
-    grow(g, i, lim, done, grp, most);
+    no_hide.clear();
+    // Keeping views in registers stops for the rest of the batch where it keeps failing (each
+    // failure costs the group a second growth): two interleaved chains whose temporaries swap
+    // blocks fail every time, a foreach optimizer's update rarely.
+    const bool hiding = hid_failed <= hid_done + kHideFailures;
+    grow(g, i, lim, done, grp, most, freed, no_hide, hiding);
     Node fused;
     bool ok = false;
     while (grp.steps.size() >= 2) {
+      const size_t refused = no_hide.size();
       for (size_t k : grp.at) taken[k] = true;
-      ok = finish(g, grp, taken, freed, &fused);
+      ok = finish(g, grp, taken, freed, &fused, no_hide);
       for (size_t k : grp.at) taken[k] = false;
       if (ok) break;
-      const size_t fewer = grp.steps.size() - 1;  // too big for the shader: fewer steps
+      // A view that had to stay in registers could not (finish() refused its block for this
+      // group): the group again without it; else too big for the shader: fewer steps.
+      const size_t again = no_hide.size() > refused ? most : grp.steps.size() - 1;
+      hid_failed += no_hide.size() > refused;
       grp = Group{};
-      grow(g, i, lim, done, grp, fewer);
+      grow(g, i, lim, done, grp, again, freed, no_hide, hiding);
     }
+    if (ok && std::any_of(grp.views.begin(), grp.views.end(), [](const View& v) { return v.hidden; })) ++hid_done;
     if (!ok) {
       out.push_back(g.nodes[i]);
       continue;
