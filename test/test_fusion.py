@@ -480,8 +480,10 @@ def test_random_programs_with_freed_temporaries_same_bytes_as_unfused(seed):
                 x.lerp_(y, rng.choice([0.1, 0.9]))  # composite: sub, add, copy back
             elif r < 0.7:
                 x.addcmul_(y, y, value=0.01)        # composite: mul, mul, add, copy back
-            elif r < 0.8:
+            elif r < 0.75:
                 x.copy_(y)
+            elif r < 0.8:
+                x.view(-1)[::2].mul_(1.5)             # a strided write: part of the block's bytes
             elif len(live) > 3:
                 del live[i], x                      # freed: its block goes to the next temporary
         torch.vkml.synchronize()
