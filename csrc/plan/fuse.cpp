@@ -507,7 +507,7 @@ Result<void> fuse(Graph& g, const Limits& lim) {
     // Keeping views in registers stops for the rest of the batch where it keeps failing (each
     // failure costs the group a second growth): two interleaved chains whose temporaries swap
     // blocks fail every time, a foreach optimizer's update rarely.
-    const bool hiding = hid_failed <= hid_done + kHideFailures;
+    const bool hiding = env().fuse_hidden && hid_failed <= hid_done + kHideFailures;
     grow(g, i, lim, done, grp, most, freed, no_hide, hiding);
     Node fused;
     bool ok = false;

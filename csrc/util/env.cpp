@@ -34,6 +34,7 @@ Env read() {
   else if (const char* h = std::getenv("HOME"); h && *h) e.cache_dir = std::string(h) + "/.cache/vkml";
   else e.cache_dir = "off";
   if (const char* m = std::getenv("VKML_FUSE")) e.fuse = !(*m && std::strcmp(m, "0") == 0);
+  if (const char* m = std::getenv("VKML_FUSE_HIDDEN")) e.fuse_hidden = !(*m && std::strcmp(m, "0") == 0);
   if (const char* g = std::getenv("VKML_GEMM_PIPE")) e.gemm_pipe = g;
   if (const char* c = std::getenv("VKML_CONV_PIPE")) e.conv_pipe = c;
   e.specialize = integer("VKML_SPECIALIZE", -1);

@@ -22,6 +22,8 @@ struct Env {
   std::string conv_pipe;      // VKML_CONV_PIPE=tiled|direct: force the convolution kernel where both run (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
   bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)
+  bool fuse_hidden = true;    // VKML_FUSE_HIDDEN=0: fused groups keep no view in registers past
+                              // a reused block (docs/fusion.md; to measure what that gains)
   int specialize = -1;        // VKML_SPECIALIZE=N: specialized pipelines once their constants came N
                               // times, 0 never (Limits::specialize_after); -1: the device's default
   int submit_early = -1;      // VKML_SUBMIT_EARLY=M: submit without waiting once M MFLOP of matrix
