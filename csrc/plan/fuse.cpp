@@ -387,7 +387,7 @@ bool finish(Graph& g, Group& grp, const std::vector<bool>& taken, const FreedInd
 
 // How far a group looks past nodes that cannot join for more steps (foreach loops): kWindow nodes
 // and kMaxSkipped passed over. Where views may stay in registers (a foreach optimizer's
-// parameters, 15 nodes each, interleaved), further, but only while it keeps growing: kStale
+// parameters, 12 nodes each, interleaved), further, but only while it keeps growing: kStale
 // nodes without a new step end it, kWideStale once a step joined through a view kept in
 // registers (two interleaved chains whose temporaries swap blocks would otherwise scan the whole
 // window for every group: several times the planning time).
