@@ -245,13 +245,6 @@ bool depends(const Node& x, const Node& y) {
   return false;
 }
 
-// The bytes node m's operand k covers (a transfer's operands are byte ranges).
-bool overlaps_operand(const Node& m, int k, const TensorDesc& d) {
-  if (m.op != OpId::transfer) return overlap(m.t[k], d);
-  const uint64_t lo = m.t[k].addr, hi = lo + uint64_t(m.t[0].sizes[0]);
-  return lo < d.addr + uint64_t(d.span_bytes()) && d.addr < hi;
-}
-
 // For a hidden view j: walking the batch from the group's first write of it to the free of its
 // block, no node outside the group reads a byte whose last writer was the group, and no step of
 // the group reads the view after a node outside wrote any of it (the step would get the group's
