@@ -38,9 +38,9 @@ struct Limits {
   bool copy_shader = false;
   // A cost too: once this many MFLOP of matrix products are pending, the batch is submitted
   // without waiting, so the GPU runs them while the host records what follows (a training step
-  // is otherwise recorded whole while the GPU idles: on the H100 the MLP step went from 257-301
-  // to 366-502 steps/s). 1000 on GPUs; 0 (never) on CPU devices, where the GPU's threads are the
-  // host's. VKML_SUBMIT_EARLY=M overrides it (submit_early_mflop() in dispatch/device.cpp).
+  // is otherwise recorded whole while the GPU idles: on the H100 the MLP step went from 238-280
+  // to 437-477 steps/s). 1000 on GPUs; 0 (never) on CPU devices, where the GPU's threads are the
+  // host's. VKML_SUBMIT_EARLY=M overrides it (Device::commit_locked in dispatch/device.cpp).
   uint32_t submit_early_mflop = 0;
 };
 

@@ -205,8 +205,9 @@ bool touches(const Node& n, const TensorDesc& d) {
 // How candidate c conflicts with y (batch index yi), a node recorded before it that the group
 // passed over: 0 none; 1 only through operands that may stay in registers: c's output (c writes
 // bytes y touched), or an input the group wrote after y (c reads the group's register, which
-// holds what memory would), each such view added to `hide`; 2 otherwise (c needs y's bytes).
-int conflict(const Node& c, const Node& y, size_t yi, const Group& grp, std::vector<int>& hide) {
+// holds what memory would), each such view added to `hide`, and *out set where c's output is
+// one of them; 2 otherwise (c needs y's bytes).
+int conflict(const Node& c, const Node& y, size_t yi, const Group& grp, std::vector<int>& hide, bool* out) {
   int kind = 0;
   for (int i = 0; i < c.nout + c.nin && i < kMaxOperands; ++i) {
     if (!c.t[i].addr) continue;
@@ -221,28 +222,13 @@ int conflict(const Node& c, const Node& y, size_t yi, const Group& grp, std::vec
           }
           if (v < 0) return 2;
           hide.push_back(v);
+        } else {
+          *out = true;
         }
         kind = 1;
       }
   }
   return kind;
-}
-
-// Whether c's output shares bytes with any operand of y.
-bool touches_out(const Node& c, const Node& y) {
-  for (int j = 0; j < y.nout + y.nin && j < kMaxOperands; ++j)
-    if (y.t[j].addr && overlap(c.t[A::out], y.t[j])) return true;
-  return false;
-}
-
-// Whether two nodes touch the same bytes, one of them writing.
-bool depends(const Node& x, const Node& y) {
-  for (int i = 0; i < x.nout + x.nin && i < kMaxOperands; ++i) {
-    if (!x.t[i].addr) continue;
-    for (int j = 0; j < y.nout + y.nin && j < kMaxOperands; ++j)
-      if (y.t[j].addr && (i < x.nout || j < y.nout) && overlap(x.t[i], y.t[j])) return true;
-  }
-  return false;
 }
 
 // For a hidden view j: walking the batch from the group's first write of it to the free of its
@@ -436,8 +422,8 @@ void grow(const Graph& g, size_t i, const Limits& lim, const std::vector<bool>& 
     for (size_t r = skipped.size(); maybe && r > 0; --r) {  // the latest first: most conflicts are there
       const Node& y = g.nodes[skipped[r - 1]];
       const size_t had = hide.size();
-      const int kind = conflict(c, y, skipped[r - 1], grp, hide);
-      const bool out = kind == 1 && touches_out(c, y);
+      bool out = false;
+      const int kind = conflict(c, y, skipped[r - 1], grp, hide, &out);
       maybe = kind == 0 || (kind == 1 && may_hide && (!out || output_may_hide()));
       for (size_t h = had; maybe && h < hide.size(); ++h) maybe = !refused(grp.views[size_t(hide[h])].d.addr);
       hide_out = hide_out || out;
