@@ -14,7 +14,9 @@
 #include "fused.glsl"
 
 void main() {
-  if (!fused_begin(p.nops, p.ndim, (p.flags & FUSED_CONTIGUOUS) != 0u)) return;
   const uint nsteps = p.nsteps;
-  for (uint k = 0u; k < nsteps; ++k) fused_step(k, p.code[k], p.src[k], p.dts[k], p.sflags[k]);
+  for (uint e = 0u; e < FUSED_ELEMS; ++e) {
+    if (!fused_begin(fused_index(e), p.nops, p.ndim, (p.flags & FUSED_CONTIGUOUS) != 0u)) return;
+    for (uint k = 0u; k < nsteps; ++k) fused_step(k, p.code[k], p.src[k], p.dts[k], p.sflags[k]);
+  }
 }

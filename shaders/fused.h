@@ -14,6 +14,7 @@ namespace vkml::pc {
 #define FUSED_OPERANDS 12
 #define FUSED_NONE 255u      // a step source or store slot that is absent
 #define FUSED_REG 128u       // source FUSED_REG | k: the result of step k (kept in a register)
+#define FUSED_ELEMS 4u       // elements an invocation takes, 128 apart (fused.glsl fused_index)
 #define FUSED_CONTIGUOUS 1u  // every operand is dense in the same order: offsets are i * size
 #define FUSED_SCALAR_B 1u    // step flag: b is the scalar s1 (EW_SCALAR_B)
 #define FUSED_HAS_A 2u       // step flag: the node has operand a

@@ -9,6 +9,7 @@
 // Each step is fused.glsl's, as in fused.comp: the same bytes.
 #version 460
 #extension GL_EXT_control_flow_attributes : require
+#define FUSED_HOISTED 1  // the program's addresses and scalars loaded once (fused.glsl)
 #include "fused.glsl"
 
 layout(constant_id = 1) const uint NSTEPS = 1u;
@@ -42,7 +43,8 @@ SPEC_STEP(15, 65, 66, 67, 68)
 // constant once specialized, and [[unroll]] asks the driver to unroll it, which makes each
 // step's constants plain numbers.
 void main() {
-  if (!fused_begin(NOPS, NDIM, (FLAGS & FUSED_CONTIGUOUS) != 0u)) return;
+  const bool contiguous = (FLAGS & FUSED_CONTIGUOUS) != 0u;
+  fused_hoist(NOPS, NSTEPS, NDIM, contiguous);
   const uint code[FUSED_STEPS] = uint[](CODE0, CODE1, CODE2, CODE3, CODE4, CODE5, CODE6, CODE7,
       CODE8, CODE9, CODE10, CODE11, CODE12, CODE13, CODE14, CODE15);
   const uint src[FUSED_STEPS] = uint[](SRC0, SRC1, SRC2, SRC3, SRC4, SRC5, SRC6, SRC7,
@@ -51,5 +53,8 @@ void main() {
       DTS8, DTS9, DTS10, DTS11, DTS12, DTS13, DTS14, DTS15);
   const uint fl[FUSED_STEPS] = uint[](FL0, FL1, FL2, FL3, FL4, FL5, FL6, FL7,
       FL8, FL9, FL10, FL11, FL12, FL13, FL14, FL15);
-  [[unroll]] for (uint k = 0u; k < NSTEPS; ++k) fused_step(k, code[k], src[k], dts[k], fl[k]);
+  for (uint e = 0u; e < FUSED_ELEMS; ++e) {
+    if (!fused_begin(fused_index(e), NOPS, NDIM, contiguous)) return;
+    [[unroll]] for (uint k = 0u; k < NSTEPS; ++k) fused_step(k, code[k], src[k], dts[k], fl[k]);
+  }
 }

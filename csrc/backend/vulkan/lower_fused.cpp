@@ -121,7 +121,8 @@ int lower_fused(const Node& n, const Limits& lim, Dispatch* out, std::string& wh
   }
   pc::FusedPc pcb{};
   pcb.numel = uint32_t(numel);
-  if (!grid2((uint64_t(numel) + kGroup - 1) / kGroup, lim, out[0])) return why = "too many groups", -1;
+  const uint64_t per_group = uint64_t(kGroup) * FUSED_ELEMS;
+  if (!grid2((uint64_t(numel) + per_group - 1) / per_group, lim, out[0])) return why = "too many groups", -1;
   put(out[0], pcb);
   put_params(out[0], p, offsetof(pc::FusedPc, params));
   return 1;
