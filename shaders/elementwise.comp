@@ -55,7 +55,7 @@ T ew_compute(T a, T b, uint64_t oo, uint dto, uint dta, uint dtb, uint dtc) {
   if (HAS_A && dta != dtc) a = round_T(a, dtc);
   if ((FLAGS & EW_SCALAR_B) == 0u && HAS_B && dtb != dtc) b = round_T(b, dtc);
   T old = T(0);
-  if (OP == OP_WHERE) old = load_T(pc.dst + oo, dto);
+  if (ew_reads_old(OP)) old = load_T(pc.dst + oo, dto);
   T r = ew_apply(OP, a, b, pc.alpha, pc.bscalar, old, HAS_A, dto, dtc);
   if (dto != dtc) r = round_T(r, dtc);
   return r;

@@ -2,7 +2,8 @@
 // folds to one case) and fused.comp (op read from the fused program): one definition, so a fused
 // chain computes the same bits as the nodes run one by one. OP_* tokens here are numbered with
 // those of the .comp files (setup.py scans both).
-// a, b: operands already rounded to the compute dtype dtc; old: the output's previous value (where);
+// a, b: operands already rounded to the compute dtype dtc; old: the output's previous value
+// (where, addcmul_, lerp_: ew_reads_old);
 // s0, s1: the node's raw scalars (ElementwiseArgs); has_a: the node has operand a.
 T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint dto, uint dtc) {
   T alpha = from_raw(s0);
@@ -62,6 +63,39 @@ T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint d
     // a = self, b = condition; else the output's value (aten copied `other` there)
     case OP_WHERE: r = nonzero(b) ? a : (dto != dtc ? round_T(old, dtc) : old); break;
     case OP_MASKED_FILL: r = nonzero(b) ? alpha : a; break;  // a = self, b = mask, alpha = value
+    // In place on self, the output's old value (reads_out), in torch CPU's order, each operation
+    // rounded in T and the first operand's NaN kept, as OP_ADD / OP_MUL do:
+    // addcmul_: self + (value * t1) * t2 (a = t1, b = t2, alpha = value)
+    case OP_ADDCMUL: {
+      const T o = dto != dtc ? round_T(old, dtc) : old;
+      precise T m = alpha * a;
+      if (is_nan(alpha)) m = alpha;
+      precise T p = m * b;
+      if (is_nan(m)) p = m;
+      r = o + p;
+      if (is_nan(o)) r = o;
+      break;
+    }
+#if !defined(CT_I64)
+    // lerp_: |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)  (a = end, alpha = w)
+    case OP_LERP: {
+      const T o = dto != dtc ? round_T(old, dtc) : old;
+      precise T d = a - o;
+      if (is_nan(a)) d = a;
+      if (abs(alpha) < T(0.5)) {
+        precise T m = alpha * d;
+        if (is_nan(alpha)) m = alpha;
+        r = o + m;
+        if (is_nan(o)) r = o;
+      } else {
+        precise T m = d * (T(1) - alpha);
+        if (is_nan(d)) m = d;
+        r = a - m;
+        if (is_nan(a)) r = a;
+      }
+      break;
+    }
+#endif
     case OP_THRESHOLD_BWD: r = (a <= alpha) ? T(0) : b; break;  // TensorIterator order: a = self, b = grad
   }
   // Two NaN operands: which one the hardware returns depends on the operand order the compiler
@@ -70,6 +104,9 @@ T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint d
   if ((op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_SIGMOID_BWD) && is_nan(a)) r = a;
   return r;
 }
+
+// The ops that read the output's previous value (ElementwiseArgs::reads_out).
+bool ew_reads_old(int op) { return op == OP_WHERE || op == OP_ADDCMUL || op == OP_LERP; }
 
 // v as a load would give it back after store_T(v) to dtype dt: what a later node reads. Unlike
 // round_T, exact for every dtype and variant (integers through int64 and float64 through its bits).

@@ -392,3 +392,115 @@ def gen_fill(row, overload, dtype, rng, special):
     else:
         values = [7, 0, -1 if dtype != torch.uint8 else 255, 2.5] + ([torch.iinfo(dtype).max, torch.iinfo(dtype).min] if special else [])
     return [Case(f"{d} <- {v!r}", [t, v]) for d, t in targets for v in values]
+
+
+# ---- addcmul and lerp (rows that read self as the output's old value) ---------------------------
+# Their contract is torch CPU's formula evaluated in its order, each operation rounded in the compute
+# type (float for float16/bfloat16): self + (value * t1) * t2, and |w| < 0.5 ? self + w * (end - self)
+# : end - (end - self) * (1 - w). torch CPU's own kernels fuse multiply-adds in their vectorised
+# loops (measured, torch 2.13: 21% of 100,000 float32 addcmul results differ from the unfused
+# formula in the last bit; lerp calls fmadd), which Vulkan cannot promise either way. So the
+# reference here is torch CPU's op for everything but the values (its errors, dtype, shape, out=
+# and in-place behaviour), with the values then replaced by the formula computed with torch CPU's
+# separate elementwise ops; test_composite.py compares with torch's own values within the
+# multiply-add bound.
+
+def _opmath(dt):
+    return torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
+
+
+def _unfused_addcmul(self, t1, t2, value=1, common=None):
+    o = _opmath(common)
+    return self.to(o) + (t1.to(o) * value) * t2.to(o)
+
+
+def _unfused_lerp(self, end, weight, common=None):
+    o = _opmath(common)
+    s, e = self.to(o), end.to(o)
+    w = torch.tensor(weight, dtype=o).item()  # the weight in opmath, as torch's kernel takes it
+    return s + w * (e - s) if abs(w) < 0.5 else e - (e - s) * torch.tensor(1 - w if o == torch.float64 else
+                                                                            float(torch.tensor(1, dtype=o) - torch.tensor(w, dtype=o)), dtype=o).item()
+
+
+def unfused_ref(overload):
+    """The CPU reference for an addcmul / lerp overload (see above)."""
+    real = resolve(overload)
+    functional = resolve("addcmul" if overload.startswith("addcmul") else "lerp.Scalar")
+    formula = _unfused_addcmul if overload.startswith("addcmul") else _unfused_lerp
+
+    def ref(*args, **kwargs):
+        before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        res = real(*args, **kwargs)  # torch's errors, result dtype and shape, in-place / out= semantics
+        fkw = {k: v for k, v in kwargs.items() if k != "out"}
+        common = functional(*before, **fkw).dtype
+        val = formula(*before, **fkw, common=common)
+        res.copy_(val.to(common).expand(res.shape))
+        return res
+    return ref
+
+
+UNFUSED_REFS = {"addcmul": unfused_ref, "lerp": unfused_ref}
+
+
+def _ternary_inputs(dtype, rng, special, lerp):
+    r = lambda shape, dt=dtype: rand(shape, dt, rng)  # noqa: E731
+    if special:
+        v = special_values(dtype)
+        n = len(v)
+        ins = [("special x special x special", In(v.repeat_interleave(n)), In(v.repeat(n)),
+                In(v.flip(0).repeat(n)))]
+        return [t[:3] for t in ins] if lerp else ins
+    ins = [("contiguous (3,5)", In(r((3, 5))), In(r((3, 5))), In(r((3, 5)))),
+           ("transposed self, stepped t1, broadcast t2 (5,)", In(r((5, 3)), lambda t: t.t()),
+            In(r((3, 10)), lambda t: t[:, ::2]), In(r((5,)))),
+           ("offset view self, broadcast t1 (3,1)", In(r((20,)), lambda t: t[3:18].view(3, 5)), In(r((3, 1))),
+            In(r((3, 5)))),
+           ("broadcast self (5,)", In(r((5,))), In(r((3, 5))), In(r((1, 5)))),
+           ("0-dim t1", In(r((3, 5))), In(r(())), In(r((3, 5)))),
+           ("CPU 0-dim t1", In(r((3, 5))), In(r(()), keep_cpu=True), In(r((3, 5)))),
+           ("empty (0,5)", In(r((0, 5))), In(r((0, 5))), In(r((5,)))),
+           ("1-D 700", In(r((700,))), In(r((700,))), In(r((700,))))]
+    if dtype.is_floating_point:
+        other = torch.float64 if dtype != torch.float64 else torch.float32
+        ins.append(("mixed dtypes: t1 " + str(other).split(".")[-1], In(r((3, 5))), In(r((3, 5), other)), In(r((3, 5)))))
+        ins.append(("int32 self", In(r((3, 5), torch.int32)), In(r((3, 5))), In(r((3, 5)))))
+    if lerp:
+        ins = [(d, s, e) for d, s, e, _ in ins]
+    return ins
+
+
+def _addc_cases(row, overload, dtype, rng, special, lerp):
+    inplace = is_inplace(overload)
+    if lerp:
+        scalars = [0.3, 0.8] if special else [0.1, 0.5, 0.9, -0.3, 1.7, 0.0]
+    elif dtype.is_floating_point:
+        scalars = [1.5] if special else [0.7, -2, 1]
+    else:
+        scalars = [3, -2] if not special else [3]
+    cases = []
+    for desc, *ts in _ternary_inputs(dtype, rng, special, lerp):
+        shape = torch.broadcast_shapes(*[t.cpu().shape for t in ts])
+        if inplace and shape != ts[0].cpu().shape:
+            continue  # an in-place self cannot be broadcast: torch raises (test_errors)
+        try:
+            rt = (torch.lerp(ts[0].cpu(), ts[1].cpu(), 0.5) if lerp else torch.addcmul(*[t.cpu() for t in ts])).dtype
+        except RuntimeError:
+            rt = dtype  # an error on both sides (lerp's dtype check)
+        for s in scalars:
+            kw = {} if lerp else {"value": s}
+            args = ts + ([s] if lerp else [])
+            cases.append(wrap_call(overload, args, f"{desc}, {'weight' if lerp else 'value'} {s!r}", [rt], kwargs=kw))
+    return cases
+
+
+def gen_addcmul(row, overload, dtype, rng, special):
+    """self + (value * t1) * t2 over self's layouts, broadcast t1/t2 (and self, out of place), 0-dim
+    and CPU 0-dim t1, empty, mixed dtypes (promotion; in place into a narrower or integer self is
+    an error on both sides), special values; values 0.7, -2, 1 (integers 3, -2)."""
+    return _addc_cases(row, overload, dtype, rng, special, lerp=False)
+
+
+def gen_lerp(row, overload, dtype, rng, special):
+    """lerp(self, end, w) for w on both sides of 0.5 (two formulas), 0.5 itself, negative and > 1,
+    over the layouts of gen_addcmul; end of another dtype is an error on both sides."""
+    return _addc_cases(row, overload, dtype, rng, special, lerp=True)

@@ -19,7 +19,7 @@ from helpers import DEV, NARROW, assert_close_row, assert_exact, check_mode, dty
 from helpers import resolve, stats, tiny_of
 from helpers import row as table_row
 from generators import GENERATORS
-from op_cases import Case, In, is_inplace, out_names
+from op_cases import UNFUSED_REFS, Case, In, is_inplace, out_names
 
 PREFERRED = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "int8", "int16", "bool")
 
@@ -233,6 +233,8 @@ def compute_dtype(case, out_dtype):
 
 def run_case(row, overload, case):
     op = resolve(overload)
+    if case.ref is None and row["name"] in UNFUSED_REFS:  # torch CPU fuses multiply-adds there (op_cases.py)
+        case = dataclasses.replace(case, ref=UNFUSED_REFS[row["name"]](overload))
     if any(isinstance(a, In) and a.keep_cpu for a in case.args) and vkml_torch._C.torch_checks_devices(overload):
         # torch's generated wrapper rejects a CPU tensor here, 0-dim or not (CUDA's
         # "wrapper_CUDA_clamp_Tensor"); only the CPU, where everything is on the CPU, accepts it

@@ -1,11 +1,9 @@
 // Ops composed of table rows: each step is a recorded node (checked by the oracle one by one), in
 // the evaluation order of torch's CPU kernel, so float32 results match it up to fused
 // multiply-adds (which torch's vectorised loops use and these nodes do not).
-//   lerp(self, end, w)        = |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)
-//   addcmul(self, t1, t2, v)  = self + (v * t1) * t2
 //   addcdiv(self, t1, t2, v)  = self + (v * t1) / t2
-// torch.optim.Adam/AdamW reach exactly these three beyond the table's elementwise rows. Their
-// in-place forms add into self (lerp_ with |w| >= 0.5 copies back); out= is derived.
+// torch.optim.Adam/AdamW reach it, lerp_ and addcmul_ (elementwise rows: their division's 3-ulp
+// tolerance would not carry through the add). Its in-place form adds into self; out= is derived.
 //   pow(x, e) for e in {0, 1, 2, 3, 0.5, -0.5, -1, -2}: ones, copy, x*x, x*x*x, sqrt, rsqrt,
 //   reciprocal, 1/(x*x), as torch's CPU kernel special-cases them (float16 in float32 rounded
 //   once, bfloat16 step by step, as torch); other exponents raise (a general pow row needs its
@@ -47,28 +45,6 @@
 namespace vkml::aten {
 namespace {
 
-void lerp_checks(const at::Tensor& self, const at::Tensor& end) {
-  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
-              " for `end` but got dtype ", end.scalar_type());
-  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "lerp: expected a floating point tensor, got ",
-              self.scalar_type());
-}
-// 1 - w in torch's opmath: float for float16/bfloat16/float32, double for float64
-double lerp_w1(const at::Tensor& self, const c10::Scalar& weight) {
-  const double w = weight.toDouble();
-  return self.scalar_type() == c10::ScalarType::Double ? 1.0 - w : double(1.0f - float(w));
-}
-
-at::Tensor lerp(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
-  lerp_checks(self, end);
-  at::Tensor diff = at::sub(end, self);
-  return std::fabs(weight.toDouble()) < 0.5 ? at::add(self, diff, weight) : at::sub(end, diff, lerp_w1(self, weight));
-}
-
-at::Tensor addcmul(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
-  return at::add(self, at::mul(at::mul(t1, value), t2));
-}
-
 void addcdiv_checks(const at::Tensor& t1, const at::Tensor& t2) {
   TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will "
@@ -83,19 +59,8 @@ at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tenso
   return at::add(self, at::div(at::mul(t1, value), t2));
 }
 
-// The in-place forms add into self (the same arithmetic as the functional body, rounded once to
-// self's dtype as its copy back was), one node and one temporary fewer than the derived kernel:
-// a foreach Adam's update is 12 nodes per parameter, not 15. lerp_ with |w| >= 0.5 computes
-// from end, so it keeps the copy.
-at::Tensor& lerp_inplace(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
-  lerp_checks(self, end);
-  at::Tensor diff = at::sub(end, self);
-  if (std::fabs(weight.toDouble()) < 0.5) return self.add_(diff, weight);
-  return self.copy_(at::sub(end, diff, lerp_w1(self, weight)));
-}
-at::Tensor& addcmul_inplace(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
-  return self.add_(at::mul(at::mul(t1, value), t2));
-}
+// addcdiv_ adds into self (the same arithmetic as the functional body, rounded once to self's
+// dtype as its copy back was): a node and a temporary fewer than the derived kernel.
 at::Tensor& addcdiv_inplace(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
   addcdiv_checks(t1, t2);
   return self.add_(at::div(at::mul(t1, value), t2));
@@ -202,11 +167,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   composite<isneginf>(m, "isneginf", {});
   m.impl("isposinf.out", TORCH_FN(isposinf_out));
   m.impl("isneginf.out", TORCH_FN(isneginf_out));
-  composite<lerp>(m, "lerp.Scalar", {"lerp.Scalar_out"});
-  composite<addcmul>(m, "addcmul", {"addcmul.out"});
   composite<addcdiv>(m, "addcdiv", {"addcdiv.out"});
-  composite<lerp_inplace>(m, "lerp_.Scalar", {});
-  composite<addcmul_inplace>(m, "addcmul_", {});
   composite<addcdiv_inplace>(m, "addcdiv_", {});
 }
 

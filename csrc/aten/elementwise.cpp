@@ -8,7 +8,10 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addcmul.h>
+#include <ATen/ops/copy.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/lerp.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/result_type.h>
 
@@ -108,16 +111,16 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   return s;
 }
 
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args) {
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args);
+    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args, nin);
     return;
   }
   uint64_t base[kMaxOperands] = {};
   DType dtypes[kMaxOperands] = {};
   at::Tensor scalar_a;  // keeps a CPU-scalar first operand's device copy until the node is recorded
-  const int nt = iter.ntensors();
+  const int nt = nin < 0 ? iter.ntensors() : 1 + nin;
   for (int a = 0; a < nt; ++a) {
     dtypes[a] = to_dtype(iter.dtype(a), op_info(id).name);
     if (a > 0 && iter.is_cpu_scalar(a)) {
@@ -317,6 +320,61 @@ void ew_masked_fill(OpId id, Call& c) {
   args.s0 = fill_value(v, self.scalar_type());
   emit_elementwise(id, iter, to_dtype(self.scalar_type(), "masked_fill_"), args);
   c.ret(self);
+}
+
+// addcmul and lerp.Scalar, every overload: out = self + (value * t1) * t2, out = lerp(self, end,
+// w), as torch's ternary TensorIterator (its shape, promotion and safe-casting rules and
+// messages; a 0-dim CPU tensor1 or end is accepted as a CPU scalar). One node that reads self as
+// the output's old value (reads_out): in place, on self; otherwise self is first copied into the
+// result (broadcast, in the result's dtype), a node the fusion joins with it. An out= tensor that
+// is tensor1 or tensor2 gets a temporary, copied in after.
+void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, const at::Tensor* t2,
+             const c10::Scalar& s) {
+  const bool lerp = t2 == nullptr;
+  at::Tensor o = c.inplace() ? self : c.out();
+  if (o.defined() && !c.inplace() && !o.is_same(self) &&
+      (o.is_alias_of(t1) || (t2 && o.is_alias_of(*t2)) || o.is_alias_of(self))) {
+    at::Tensor r = lerp ? at::lerp(self, t1, s) : at::addcmul(self, t1, *t2, s);
+    at::native::resize_output(o, r.sizes());
+    o.copy_(r);
+    c.ret(o);
+    return;
+  }
+  Iter iter;
+  at::TensorIteratorConfig cfg;
+  cfg.add_output(o).add_const_input(t1);
+  if (t2) cfg.add_const_input(*t2);
+  cfg.add_const_input(self).allow_cpu_scalars(true);
+  if (!lerp) cfg.promote_inputs_to_common_dtype(true).enforce_safe_casting_to_output(true);  // build_ternary_op
+  // (lerp's meta checks that all dtypes are the same, TensorIterator's default)
+  iter.build(cfg);
+  const c10::ScalarType common = iter.common_dtype();
+  const DType ct = to_dtype(common, op_info(id).name);
+  check_dtype(id, ct);
+  const at::Tensor& dst = iter.output();
+  if (!dst.is_same(self)) {
+    if (self.device() == dst.device()) copy_on_device(dst, self);
+    else dst.copy_(self);  // a 0-dim CPU self
+  }
+  ElementwiseArgs args;
+  args.reads_out = true;
+  args.s0 = to_scalar(s);
+  emit_elementwise(id, iter, ct, args, lerp ? 1 : 2);
+  c.ret(dst);
+}
+
+void ew_addcmul(OpId id, Call& c) {
+  const at::Tensor self = c.tensor("self"), t1 = c.tensor("tensor1"), t2 = c.tensor("tensor2");
+  ew_addc(id, c, self, t1, &t2, c["value"].toScalar());
+}
+
+void ew_lerp(OpId id, Call& c) {
+  const at::Tensor self = c.tensor("self"), end = c.tensor("end");
+  TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
+              " for `end` but got dtype ", end.scalar_type());
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "lerp: expected a floating point tensor, got ",
+              self.scalar_type());  // vkml's message: torch CPU has no integer lerp kernel
+  ew_addc(id, c, self, end, nullptr, c["weight"].toScalar());
 }
 
 // out = other (broadcast), then out = condition ? self : out (two nodes).

@@ -17,7 +17,7 @@ template <class T> T scalar_as(const Scalar& s) {
 }
 
 template <class T>
-void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
+void run(const Node& n, T (*fn)(T, T, T, T), std::vector<double>* scale) {
   using A = ElementwiseArgs;
   const A& args = n.as<A>();
   const DType ct = n.compute;
@@ -35,8 +35,8 @@ void run(const Node& n, T (*fn)(T, T, T), std::vector<double>* scale) {
     if (scalar_b) b = bs;
     else if (nin == 2) b = through(load<T>(at(n.t[A::b], offset_of(n.t[A::b], lin)), n.t[A::b].dtype), ct);
     uint8_t* o = at(out, offset_of(out, lin));
-    if (args.reads_out) s = through(load<T>(o, out.dtype), ct);  // where: keeps the old value
-    store(o, out.dtype, through(fn(a, b, s), ct));
+    const T old = args.reads_out ? through(load<T>(o, out.dtype), ct) : T(0);  // where, addcmul_, lerp_
+    store(o, out.dtype, through(fn(a, b, s, old), ct));
     // Elementwise backward-error rows (log): the bound scales with max(|ref|, 1).
     if (scale) (*scale)[size_t(lin)] = std::fmax(std::fabs(load<double>(o, out.dtype)), 1.0);
   }

@@ -1,6 +1,7 @@
 // Scalar functions named in the ORACLE column of graph/ops.def for elementwise kinds.
 // One signature for all: T f(T a, T b, T s) with T in {float, double, int64_t} (the compute type;
-// every function must compile for all three). Unary ops ignore b and s. s is alpha (add/sub), the
+// every function must compile for all three), or T f(T a, T b, T s, T old) for the rows that read
+// the output's old value (ElementwiseArgs::reads_out: where, addcmul, lerp). Unary ops ignore b and s. s is alpha (add/sub), the
 // fill value (fill) or the threshold (threshold_backward). Comparisons return 1 or 0.
 // The formulas follow PyTorch's CPU kernels so that exact ops are bit-exact.
 #pragma once
@@ -66,8 +67,17 @@ template <class T> T ew_clamp(T a, T b, T s) {
   T x = a < s ? s : a;
   return b < x ? b : x;
 }
-// condition ? self : the output's old value (a = self, b = condition, s = old output)
-template <class T> T ew_where(T a, T b, T s) { return b != T(0) ? a : s; }
+// condition ? self : the output's old value (a = self, b = condition)
+template <class T> T ew_where(T a, T b, T, T old) { return b != T(0) ? a : old; }
+// In place on self = old, in torch CPU's order (aten/native/cpu/PointwiseOpsKernel.cpp,
+// LerpKernel.cpp), each operation rounded in T:
+// addcmul_: self + (value * t1) * t2   (a = t1, b = t2, s = value)
+template <class T> T ew_addcmul(T a, T b, T s, T old) { return wrap_add(old, wrap_mul(wrap_mul(s, a), b)); }
+// lerp_: |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)   (a = end, s = w)
+template <class T> T ew_lerp(T a, T, T s, T old) {
+  if constexpr (is_int_v<T>) return old;  // never reached: float rows only
+  else return std::abs(s) < T(0.5) ? old + s * (a - old) : a - (a - old) * (T(1) - s);
+}
 // mask ? value : self  (a = self, b = the mask as 0/1, s = the value)
 template <class T> T ew_masked_fill(T a, T b, T s) { return b != T(0) ? s : a; }
 // grad_output * (1 - y) * y, in torch CPU's order (a = grad_output, b = the forward's output).
