@@ -485,13 +485,16 @@ def test_fuse_hidden_off_gives_the_groups_without_registers():
 
 
 # ---- reordering past reused blocks --------------------------------------------------------------
-@pytest.mark.parametrize("seed", range(60))
-def test_random_programs_with_freed_temporaries_same_bytes_as_unfused(seed):
+@pytest.mark.parametrize("seed,rows", [(s, False) for s in range(60)] + [(s, True) for s in range(20)],
+                         ids=[f"{s}" for s in range(60)] + [f"rows-{s}" for s in range(20)])
+def test_random_programs_with_freed_temporaries_same_bytes_as_unfused(seed, rows):
     """Random elementwise programs over tensors of three shapes that free temporaries as they go,
     so the allocator hands blocks from one shape's temporaries to another's and the planner must
     decide which passed-over nodes a group may run ahead of, and which reused views stay in
     registers (plan/fuse.cpp: conflict, unread_outside). Fused and unfused give the same bytes
-    (NaN payloads aside, nan_canonical) for every tensor still alive at the end."""
+    (NaN payloads aside, nan_canonical) for every tensor still alive at the end. rows: lerp_ and
+    addcmul_ as the rows they are (nodes that read their output's old value, which may not run
+    ahead of a passed-over node touching it), not spelled out as the nodes they were made of."""
     no_check_mode()
     shapes = [(16,), (8,), (4, 4)]
 
@@ -513,6 +516,10 @@ def test_random_programs_with_freed_temporaries_same_bytes_as_unfused(seed):
                 x.add_(y, alpha=0.25)
             elif r < 0.5:
                 x.mul_(0.75)
+            elif r < 0.6 and rows:
+                x.lerp_(y, rng.choice([0.1, 0.9]))
+            elif r < 0.7 and rows:
+                x.addcmul_(y, y, value=0.01)
             elif r < 0.6:
                 # the nodes lerp_ was made of before it became a row: a temporary or two
                 if rng.choice([0.1, 0.9]) < 0.5:
