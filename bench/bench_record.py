@@ -25,6 +25,9 @@ def ops(dev):
         "add_": lambda: a.add_(b),
         "neg": lambda: -a,
         "lt": lambda: a < b,
+        "lerp_": lambda: a.lerp_(b, 0.1),                   # Adam's first moment (a row)
+        "addcmul_": lambda: a.addcmul_(b, b, value=0.01),  # its second moment (a row)
+        "addcdiv_": lambda: a.addcdiv_(b, b, value=-0.01),  # its update (a row)
     }
 
 

@@ -3,7 +3,7 @@
 // chain computes the same bits as the nodes run one by one. OP_* tokens here are numbered with
 // those of the .comp files (setup.py scans both).
 // a, b: operands already rounded to the compute dtype dtc; old: the output's previous value
-// (where, addcmul_, lerp_: ew_reads_old);
+// (where, addcmul_, addcdiv_, lerp_: ew_reads_old);
 // s0, s1: the node's raw scalars (ElementwiseArgs); has_a: the node has operand a.
 T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint dto, uint dtc) {
   T alpha = from_raw(s0);
@@ -77,6 +77,16 @@ T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint d
       break;
     }
 #if !defined(CT_I64)
+    // addcdiv_: self + (value * t1) / t2 (a = t1, b = t2, alpha = value); the division as OP_DIV's
+    case OP_ADDCDIV: {
+      const T o = dto != dtc ? round_T(old, dtc) : old;
+      precise T m = alpha * a;
+      if (is_nan(alpha)) m = alpha;
+      const T q = div_ieee(m, b);
+      r = o + q;
+      if (is_nan(o)) r = o;
+      break;
+    }
     // lerp_: |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)  (a = end, alpha = w)
     case OP_LERP: {
       const T o = dto != dtc ? round_T(old, dtc) : old;
@@ -106,7 +116,7 @@ T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint d
 }
 
 // The ops that read the output's previous value (ElementwiseArgs::reads_out).
-bool ew_reads_old(int op) { return op == OP_WHERE || op == OP_ADDCMUL || op == OP_LERP; }
+bool ew_reads_old(int op) { return op == OP_WHERE || op == OP_ADDCMUL || op == OP_ADDCDIV || op == OP_LERP; }
 
 // v as a load would give it back after store_T(v) to dtype dt: what a later node reads. Unlike
 // round_T, exact for every dtype and variant (integers through int64 and float64 through its bits).

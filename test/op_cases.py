@@ -442,34 +442,39 @@ def unfused_ref(overload):
 UNFUSED_REFS = {"addcmul": unfused_ref, "lerp": unfused_ref}
 
 
-def _ternary_inputs(dtype, rng, special, lerp):
-    r = lambda shape, dt=dtype: rand(shape, dt, rng)  # noqa: E731
+def _ternary_inputs(dtype, rng, special, lerp, div=False):
+    # tensor2 of addcdiv away from zero in ordinary cases (a divisor)
+    r = lambda shape, dt=dtype, last=False: rand(shape, dt, rng, positive=div and last)  # noqa: E731
     if special:
         v = special_values(dtype)
         n = len(v)
         ins = [("special x special x special", In(v.repeat_interleave(n)), In(v.repeat(n)),
                 In(v.flip(0).repeat(n)))]
         return [t[:3] for t in ins] if lerp else ins
-    ins = [("contiguous (3,5)", In(r((3, 5))), In(r((3, 5))), In(r((3, 5)))),
+    ins = [("contiguous (3,5)", In(r((3, 5))), In(r((3, 5))), In(r((3, 5), last=True))),
            ("transposed self, stepped t1, broadcast t2 (5,)", In(r((5, 3)), lambda t: t.t()),
-            In(r((3, 10)), lambda t: t[:, ::2]), In(r((5,)))),
+            In(r((3, 10)), lambda t: t[:, ::2]), In(r((5,), last=True))),
            ("offset view self, broadcast t1 (3,1)", In(r((20,)), lambda t: t[3:18].view(3, 5)), In(r((3, 1))),
-            In(r((3, 5)))),
-           ("broadcast self (5,)", In(r((5,))), In(r((3, 5))), In(r((1, 5)))),
-           ("0-dim t1", In(r((3, 5))), In(r(())), In(r((3, 5)))),
-           ("CPU 0-dim t1", In(r((3, 5))), In(r(()), keep_cpu=True), In(r((3, 5)))),
-           ("empty (0,5)", In(r((0, 5))), In(r((0, 5))), In(r((5,)))),
-           ("1-D 700", In(r((700,))), In(r((700,))), In(r((700,))))]
+            In(r((3, 5), last=True))),
+           ("broadcast self (5,)", In(r((5,))), In(r((3, 5))), In(r((1, 5), last=True))),
+           ("0-dim t1", In(r((3, 5))), In(r(())), In(r((3, 5), last=True))),
+           ("CPU 0-dim t1", In(r((3, 5))), In(r(()), keep_cpu=True), In(r((3, 5), last=True))),
+           ("empty (0,5)", In(r((0, 5))), In(r((0, 5))), In(r((5,), last=True))),
+           ("1-D 700", In(r((700,))), In(r((700,))), In(r((700,), last=True)))]
     if dtype.is_floating_point:
         other = torch.float64 if dtype != torch.float64 else torch.float32
-        ins.append(("mixed dtypes: t1 " + str(other).split(".")[-1], In(r((3, 5))), In(r((3, 5), other)), In(r((3, 5)))))
-        ins.append(("int32 self", In(r((3, 5), torch.int32)), In(r((3, 5))), In(r((3, 5)))))
+        ins.append(("mixed dtypes: t1 " + str(other).split(".")[-1], In(r((3, 5))), In(r((3, 5), other)),
+                    In(r((3, 5), last=True))))
+        ins.append(("int32 self", In(r((3, 5), torch.int32)), In(r((3, 5))), In(r((3, 5), last=True))))
+    if div:
+        ins.append(("integer tensor1 and tensor2 (an error)", In(r((3, 5))), In(r((3, 5), torch.int64)),
+                    In(rand((3, 5), torch.int64, rng, positive=True))))
     if lerp:
         ins = [(d, s, e) for d, s, e, _ in ins]
     return ins
 
 
-def _addc_cases(row, overload, dtype, rng, special, lerp):
+def _addc_cases(row, overload, dtype, rng, special, lerp, div=False):
     inplace = is_inplace(overload)
     if lerp:
         scalars = [0.3, 0.8] if special else [0.1, 0.5, 0.9, -0.3, 1.7, 0.0]
@@ -478,7 +483,7 @@ def _addc_cases(row, overload, dtype, rng, special, lerp):
     else:
         scalars = [3, -2] if not special else [3]
     cases = []
-    for desc, *ts in _ternary_inputs(dtype, rng, special, lerp):
+    for desc, *ts in _ternary_inputs(dtype, rng, special, lerp, div):
         shape = torch.broadcast_shapes(*[t.cpu().shape for t in ts])
         if inplace and shape != ts[0].cpu().shape:
             continue  # an in-place self cannot be broadcast: torch raises (test_errors)
@@ -487,9 +492,11 @@ def _addc_cases(row, overload, dtype, rng, special, lerp):
         except RuntimeError:
             rt = dtype  # an error on both sides (lerp's dtype check)
         for s in scalars:
+            scale = _addcdiv_scale(s) if div else None
             kw = {} if lerp else {"value": s}
             args = ts + ([s] if lerp else [])
-            cases.append(wrap_call(overload, args, f"{desc}, {'weight' if lerp else 'value'} {s!r}", [rt], kwargs=kw))
+            cases.append(wrap_call(overload, args, f"{desc}, {'weight' if lerp else 'value'} {s!r}", [rt], scale,
+                                   kwargs=kw))
     return cases
 
 
@@ -504,3 +511,20 @@ def gen_lerp(row, overload, dtype, rng, special):
     """lerp(self, end, w) for w on both sides of 0.5 (two formulas), 0.5 itself, negative and > 1,
     over the layouts of gen_addcmul; end of another dtype is an error on both sides."""
     return _addc_cases(row, overload, dtype, rng, special, lerp=True)
+
+
+def _addcdiv_scale(value):
+    """The contract's scale for addcdiv (TOL_ADDCDIV, backward-error): |self| + |value * t1 / t2|,
+    the sizes of the two terms the division's error (Vulkan's 2.5 ulp) and the add's rounding
+    are relative to (args: self, tensor1, tensor2 on the CPU)."""
+    def scale(args):
+        s, t1, t2 = (a.double() for a in args[:3])
+        return [(s.abs() + (value * t1 / t2).abs(), 1)]
+    return scale
+
+
+def gen_addcdiv(row, overload, dtype, rng, special):
+    """self + (value * t1) / t2 over gen_addcmul's layouts and dtypes, divisors away from zero
+    (special values: any), integer tensor1 and tensor2 (torch's error); within the row's
+    backward-error bound against torch CPU (the GPU's division is Vulkan's 2.5 ulp)."""
+    return _addc_cases(row, overload, dtype, rng, special, lerp=False, div=True)

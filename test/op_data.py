@@ -48,7 +48,7 @@ KNOWN_GAPS = {
 # scale is the op on the absolute values of the other float inputs (and of alpha/beta): exactly
 # sum |terms| for an op linear in those (products, sums, nll_loss, convolutions), and for
 # cross_entropy too, whose logits pass through log_softmax (<= 0, so every term -w * t * logp has the sign of w * t).
-BACKWARD = {"sum": False, "mean": False, "mm": False, "addmm": False, "bmm": False, "matmul": False,
+BACKWARD = {"addcdiv": False, "sum": False, "mean": False, "mm": False, "addmm": False, "bmm": False, "matmul": False,
             "addmv": False, "dot": False, "mv": False, "nn.functional.nll_loss": False,
             "nn.functional.cross_entropy": True, **{f"nn.functional.{f}": False for f in _CONVS}}
 

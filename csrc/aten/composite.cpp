@@ -1,9 +1,6 @@
 // Ops composed of table rows: each step is a recorded node (checked by the oracle one by one), in
 // the evaluation order of torch's CPU kernel, so float32 results match it up to fused
 // multiply-adds (which torch's vectorised loops use and these nodes do not).
-//   addcdiv(self, t1, t2, v)  = self + (v * t1) / t2
-// torch.optim.Adam/AdamW reach it, lerp_ and addcmul_ (elementwise rows: their division's 3-ulp
-// tolerance would not carry through the add). Its in-place form adds into self; out= is derived.
 //   pow(x, e) for e in {0, 1, 2, 3, 0.5, -0.5, -1, -2}: ones, copy, x*x, x*x*x, sqrt, rsqrt,
 //   reciprocal, 1/(x*x), as torch's CPU kernel special-cases them (float16 in float32 rounded
 //   once, bfloat16 step by step, as torch); other exponents raise (a general pow row needs its
@@ -44,27 +41,6 @@
 
 namespace vkml::aten {
 namespace {
-
-void addcdiv_checks(const at::Tensor& t1, const at::Tensor& t2) {
-  TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
-              "Integer division with addcdiv is no longer supported, and in a future release addcdiv will "
-              "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
-              "as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
-              "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
-              "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
-}
-
-at::Tensor addcdiv(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
-  addcdiv_checks(t1, t2);
-  return at::add(self, at::div(at::mul(t1, value), t2));
-}
-
-// addcdiv_ adds into self (the same arithmetic as the functional body, rounded once to self's
-// dtype as its copy back was): a node and a temporary fewer than the derived kernel.
-at::Tensor& addcdiv_inplace(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2, const c10::Scalar& value) {
-  addcdiv_checks(t1, t2);
-  return self.add_(at::div(at::mul(t1, value), t2));
-}
 
 at::Tensor pow_scalar(const at::Tensor& self, const c10::Scalar& exponent) {
   const c10::ScalarType rt = at::result_type(self, exponent);
@@ -167,8 +143,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   composite<isneginf>(m, "isneginf", {});
   m.impl("isposinf.out", TORCH_FN(isposinf_out));
   m.impl("isneginf.out", TORCH_FN(isneginf_out));
-  composite<addcdiv>(m, "addcdiv", {"addcdiv.out"});
-  composite<addcdiv_inplace>(m, "addcdiv_", {});
 }
 
 }  // namespace vkml::aten

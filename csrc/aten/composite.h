@@ -1,8 +1,8 @@
 // Composite ops: one functional body, registered with its in-place and out= overloads derived
 // from it, so each op is written once:
 //   composite<pow_scalar>(m, "pow.Tensor_Scalar", {"pow_.Scalar", "pow.Tensor_Scalar_out"});
-// An in-place body of its own, where writing self directly saves the copy (addcdiv_), is
-// registered the same way with nothing derived: composite<f>(m, "addcdiv_", {}).
+// An in-place body of its own, where writing self directly saves the copy, is registered the
+// same way with nothing derived: composite<f>(m, "op_", {}).
 // A derived in-place overload (first argument written) runs the functional op on the same
 // arguments and copies the result into self; an out= overload (trailing write-aliased arguments) runs it on the
 // other arguments and writes each result into its out tensor, resized as torch's out= kernels do.

@@ -8,6 +8,7 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/addcdiv.h>
 #include <ATen/ops/addcmul.h>
 #include <ATen/ops/copy.h>
 #include <ATen/ops/empty.h>
@@ -322,8 +323,8 @@ void ew_masked_fill(OpId id, Call& c) {
   c.ret(self);
 }
 
-// addcmul and lerp.Scalar, every overload: out = self + (value * t1) * t2, out = lerp(self, end,
-// w), as torch's ternary TensorIterator (its shape, promotion and safe-casting rules and
+// addcmul, addcdiv and lerp.Scalar, every overload: out = self + (value * t1) * t2,
+// self + (value * t1) / t2, lerp(self, end, w), as torch's ternary TensorIterator (its shape, promotion and safe-casting rules and
 // messages; a 0-dim CPU tensor1 or end is accepted as a CPU scalar). One node that reads self as
 // the output's old value (reads_out): in place, on self; otherwise self is first copied into the
 // result (broadcast, in the result's dtype), a node the fusion joins with it. An out= tensor that
@@ -334,7 +335,8 @@ void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, con
   at::Tensor o = c.inplace() ? self : c.out();
   if (o.defined() && !c.inplace() && !o.is_same(self) &&
       (o.is_alias_of(t1) || (t2 && o.is_alias_of(*t2)) || o.is_alias_of(self))) {
-    at::Tensor r = lerp ? at::lerp(self, t1, s) : at::addcmul(self, t1, *t2, s);
+    at::Tensor r = lerp ? at::lerp(self, t1, s)
+                 : id == OpId::addcdiv ? at::addcdiv(self, t1, *t2, s) : at::addcmul(self, t1, *t2, s);
     at::native::resize_output(o, r.sizes());
     o.copy_(r);
     c.ret(o);
@@ -365,6 +367,17 @@ void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, con
 
 void ew_addcmul(OpId id, Call& c) {
   const at::Tensor self = c.tensor("self"), t1 = c.tensor("tensor1"), t2 = c.tensor("tensor2");
+  ew_addc(id, c, self, t1, &t2, c["value"].toScalar());
+}
+
+void ew_addcdiv(OpId id, Call& c) {
+  const at::Tensor self = c.tensor("self"), t1 = c.tensor("tensor1"), t2 = c.tensor("tensor2");
+  TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
+              "Integer division with addcdiv is no longer supported, and in a future release addcdiv will "
+              "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
+              "as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+              "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+              "implementation: (input + value * tensor1 / tensor2), for all dtypes.");  // torch's addcdiv meta
   ew_addc(id, c, self, t1, &t2, c["value"].toScalar());
 }
 

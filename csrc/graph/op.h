@@ -57,6 +57,7 @@ inline double tol_growth(int64_t n) { return std::log2(double(n > 1 ? n : 1)) + 
 
 #define TOL_EXACT Tol{TolKind::exact, 0, "correctly rounded in IEEE arithmetic on both sides"}
 #define TOL_DIV Tol{TolKind::ulp, 3, "Vulkan allows OpFDiv 2.5 ulp"}
+#define TOL_ADDCDIV Tol{TolKind::backward, 4, "OpFDiv 2.5 ulp of the quotient, then the add's rounding: scale |ref| + |ref - self| (oracle)"}
 #define TOL_SQRT Tol{TolKind::ulp, 3, "Vulkan allows sqrt as 1/inversesqrt: 2.5 ulp"}
 #define TOL_EXP Tol{TolKind::rel, 1.1e-5, "Vulkan allows exp 3+2|x| ulp; |x|<=88 gives <=179 ulp = 1.07e-5"}
 #define TOL_RSQRT Tol{TolKind::ulp, 7, "1/sqrt(x): sqrt within 3 ulp, then OpFDiv 2.5 ulp; relative errors add, +1 for ulp steps at powers of 2"}

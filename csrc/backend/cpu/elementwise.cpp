@@ -35,10 +35,14 @@ void run(const Node& n, T (*fn)(T, T, T, T), std::vector<double>* scale) {
     if (scalar_b) b = bs;
     else if (nin == 2) b = through(load<T>(at(n.t[A::b], offset_of(n.t[A::b], lin)), n.t[A::b].dtype), ct);
     uint8_t* o = at(out, offset_of(out, lin));
-    const T old = args.reads_out ? through(load<T>(o, out.dtype), ct) : T(0);  // where, addcmul_, lerp_
+    const T old = args.reads_out ? through(load<T>(o, out.dtype), ct) : T(0);  // where, addcmul_, addcdiv_, lerp_
     store(o, out.dtype, through(fn(a, b, s, old), ct));
-    // Elementwise backward-error rows (log): the bound scales with max(|ref|, 1).
-    if (scale) (*scale)[size_t(lin)] = std::fmax(std::fabs(load<double>(o, out.dtype)), 1.0);
+    // Elementwise backward-error rows: the bound scales with max(|ref|, 1) (log), or, for a row
+    // that updates the output's old value (addcdiv_), with |ref| + |ref - old|: the update's size.
+    if (scale) {
+      const double ref = load<double>(o, out.dtype);
+      (*scale)[size_t(lin)] = args.reads_out ? std::fabs(ref) + std::fabs(ref - double(old)) : std::fmax(std::fabs(ref), 1.0);
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // Scalar functions named in the ORACLE column of graph/ops.def for elementwise kinds.
 // One signature for all: T f(T a, T b, T s) with T in {float, double, int64_t} (the compute type;
 // every function must compile for all three), or T f(T a, T b, T s, T old) for the rows that read
-// the output's old value (ElementwiseArgs::reads_out: where, addcmul, lerp). Unary ops ignore b and s. s is alpha (add/sub), the
+// the output's old value (ElementwiseArgs::reads_out: where, addcmul, addcdiv, lerp). Unary ops ignore b and s. s is alpha (add/sub), the
 // fill value (fill) or the threshold (threshold_backward). Comparisons return 1 or 0.
 // The formulas follow PyTorch's CPU kernels so that exact ops are bit-exact.
 #pragma once
@@ -73,6 +73,11 @@ template <class T> T ew_where(T a, T b, T, T old) { return b != T(0) ? a : old; 
 // LerpKernel.cpp), each operation rounded in T:
 // addcmul_: self + (value * t1) * t2   (a = t1, b = t2, s = value)
 template <class T> T ew_addcmul(T a, T b, T s, T old) { return wrap_add(old, wrap_mul(wrap_mul(s, a), b)); }
+// addcdiv_: self + (value * t1) / t2   (a = t1, b = t2, s = value)
+template <class T> T ew_addcdiv(T a, T b, T s, T old) {
+  if constexpr (is_int_v<T>) return old;  // never reached: float rows only (aten raises for integers)
+  else return old + (s * a) / b;
+}
 // lerp_: |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)   (a = end, s = w)
 template <class T> T ew_lerp(T a, T, T s, T old) {
   if constexpr (is_int_v<T>) return old;  // never reached: float rows only

@@ -13,7 +13,7 @@ struct ElementwiseArgs {
   Scalar s0, s1;
   bool scalar_b = false;      // b is the scalar s1, not a tensor (a CPU scalar operand; clamp's max)
   bool round_scalars = false; // s0 and s1 are cast to the compute dtype first (torch: threshold.to<scalar_t>())
-  bool reads_out = false;     // the row reads the output's old value too (where; addcmul, lerp: self)
+  bool reads_out = false;     // the row reads the output's old value too (where; addcmul, addcdiv, lerp: self)
 };
 
 }  // namespace vkml
