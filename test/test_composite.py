@@ -1,9 +1,11 @@
-"""lerp, addcmul, addcdiv: composed of table rows (csrc/aten/composite.cpp), each node checked by
-the oracle in check mode; against torch CPU within a stated bound.
+"""lerp, addcmul, addcdiv (elementwise rows that update self, csrc/aten/elementwise.cpp ew_addc,
+checked by the oracle in check mode) against torch CPU's own kernels within a stated bound; and
+the composites of csrc/aten/composite.cpp (any/all, pow).
 
-Bound: the composite rounds after each of its k steps (k = 3) in the output dtype, where torch
-rounds in its opmath type (float for float16/bfloat16) and may fuse a multiply-add. Each rounding
-errs by at most eps/2 of the magnitude it rounds, and every intermediate is bounded by
+Bound: vkml rounds after each of its k operations (k = 3) in the compute type (float for
+float16/bfloat16, then once to the output dtype), where torch rounds in its opmath type and may
+fuse a multiply-add, and vkml's division may be 2.5 ulp off (Vulkan). Each rounding errs by at
+most eps/2 of the magnitude it rounds, and every intermediate is bounded by
 M = |self| + |v * t1 * t2| (|end| + |self| for lerp), so |vkml - cpu| <= k * eps(dtype) * M.
 """
 import math
