@@ -56,6 +56,35 @@ bool fusable(const Node& n, const Limits& lim) {
   return true;
 }
 
+// A node whose iteration TensorIterator merged into one dense dimension (every operand contiguous
+// or a broadcast value) written in the group's shape, when the counts agree: operand element i at
+// the group's multi-index whose row-major position in the shape is i, so the same bytes.
+// A chain that starts on a strided view (its first node keeps the view's dims) then goes on
+// through contiguous results, whose nodes are 1-D. False where c is not such a node.
+bool in_shape(const Node& c, const TensorDesc& shape, Node& out) {
+  const TensorDesc& o = c.t[A::out];
+  if (o.ndim != 1 || shape.ndim < 2 || o.numel() != shape.numel()) return false;
+  const A& args = c.as<A>();
+  for (int k = 0; k < c.nout + c.nin; ++k) {
+    if (k == A::b && args.scalar_b) continue;
+    if (c.t[k].ndim != 1 || (c.t[k].strides[0] != 1 && c.t[k].strides[0] != 0)) return false;
+  }
+  out = c;
+  for (int k = 0; k < c.nout + c.nin; ++k) {
+    if (k == A::b && args.scalar_b) continue;
+    TensorDesc& t = out.t[k];
+    const bool bcast = t.strides[0] == 0;
+    t.ndim = shape.ndim;
+    int64_t st = 1;
+    for (int d = shape.ndim - 1; d >= 0; --d) {  // outermost first
+      t.sizes[d] = shape.sizes[d];
+      t.strides[d] = bcast ? 0 : st;
+      st *= shape.sizes[d];
+    }
+  }
+  return true;
+}
+
 struct View {
   TensorDesc d;
   int writer = -1;      // the last step that writes it
@@ -391,11 +420,14 @@ void grow(const Graph& g, size_t i, const Limits& lim, const std::vector<bool>& 
   const size_t window = may_hide ? kWideWindow : kWindow, most_skipped = may_hide ? kWideSkipped : kMaxSkipped;
   size_t last = i;      // the last node that joined
   bool hid = false;     // a step joined through a view kept in registers
+  Node reshaped;        // a 1-D candidate in the group's shape (in_shape)
   for (size_t k = i + 1; k < n && k < i + window && grp.steps.size() < max_steps; ++k) {
     if (done[k]) continue;
     if (may_hide && k > last + (hid ? kWideStale : kStale)) break;
-    const Node& c = g.nodes[k];
     const TensorDesc& shape = grp.views[0].d;
+    const bool flat = g.nodes[k].t[A::out].ndim != shape.ndim && fusable(g.nodes[k], lim) &&
+                      in_shape(g.nodes[k], shape, reshaped);
+    const Node& c = flat ? reshaped : g.nodes[k];
     // cheap first: could it join at all (a step of the group's shape, or a copy of a view)?
     const bool step = fusable(c, lim) && c.t[A::out].ndim == shape.ndim &&
                       std::equal(shape.sizes, shape.sizes + shape.ndim, c.t[A::out].sizes);
