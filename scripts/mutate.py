@@ -246,8 +246,8 @@ ANNOTATED = [
      "(the multiply-add loop) a third row i = 2 reads fa[2] and writes acc[2][j], past private "
      "arrays that nothing else reads (undefined; the compiler drops it) (a survivor on the H200, "
      "2026-12-03; 50 s alone, a timeout at 300 s under 6 workers)"),
-    ("norm", "for (uint s0 = 0u; s0 < p.S; s0 += 128u) {", "< -> <=", "equivalent",
-     "the extra trip starts at s0 >= p.S, where every sj = s0 + tid fails sj < p.S: nothing is "
+    ("norm", "for (uint s0 = 0u; s0 < h_S; s0 += 128u) {", "< -> <=", "equivalent",
+     "the extra trip starts at s0 >= h_S, where every sj = s0 + tid fails sj < h_S: nothing is "
      "pushed (a survivor on the H200, 2026-12-03)"),
     ("elementwise", "st_bits(pc.dst + oo, (ld_u64(pc.a + oa) << 1) != 0UL ? 1u : 0u, 1u);", "", "unreachable",
      "float64 -> bool in the f32 variant: only on devices without shaderFloat64 (lavapipe copies "
