@@ -559,6 +559,9 @@ def _scale_fn(p):
         return _nll_scale
     if r["name"] == "log":
         return lambda a: [(torch.log(a[0].double()).abs().clamp_min(1.0), 1)]
+    if aten == "ew_addcdiv":
+        from op_cases import _addcdiv_scale
+        return lambda a: _addcdiv_scale(kw.get("value", 1))(a)
     raise AssertionError(f"no backward-error scale for fuzzed row {p['row']} ({aten})")
 
 

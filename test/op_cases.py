@@ -411,6 +411,8 @@ def _opmath(dt):
 
 def _unfused_addcmul(self, t1, t2, value=1, common=None):
     o = _opmath(common)
+    if not o.is_floating_point:
+        value = int(value)  # value.to<scalar_t>(): an integer dtype truncates it (2.5 -> 2)
     return self.to(o) + (t1.to(o) * value) * t2.to(o)
 
 
@@ -440,6 +442,9 @@ def unfused_ref(overload):
 
 
 UNFUSED_REFS = {"addcmul": unfused_ref, "lerp": unfused_ref}
+# Their nodes' terms (Node::reduction): self and two intermediates a device may flush where they
+# are subnormal (the H100 flushed value * t1 * t2 = -8.8e-39 in addcmul's special values).
+TERMS = {"addcmul": 3, "lerp": 3, "addcdiv": 3}
 
 
 def _ternary_inputs(dtype, rng, special, lerp, div=False):
@@ -519,7 +524,7 @@ def _addcdiv_scale(value):
     are relative to (args: self, tensor1, tensor2 on the CPU)."""
     def scale(args):
         s, t1, t2 = (a.double() for a in args[:3])
-        return [(s.abs() + (value * t1 / t2).abs(), 1)]
+        return [(s.abs() + (value * t1 / t2).abs(), TERMS["addcdiv"])]
     return scale
 
 

@@ -27,6 +27,16 @@ def P(row, ov, dt, args, kwargs=None, outs=None):
 
 # (what was wrong, params): each fixed in this branch (csrc/aten/*.cpp; see docs/testing.md).
 REGRESSIONS = [
+    ("addcmul: an integer dtype truncates a float value first (value.to<uint8_t>(): 2.5 -> 2); the "
+     "test's unfused reference multiplied by 2.5 in float",
+     P("addcmul", "addcmul", "uint8", [T([], "uint8"), T([], "uint8"), T([], "uint8")], {"value": 2.5})),
+    ("addcmul_ in place on uint8 with value 2.5 (the same reference)",
+     P("addcmul", "addcmul_", "uint8", [T([1], "uint8"), T([], "uint8"), T([1], "uint8")], {"value": 2.5})),
+    ("addcmul accepted value 1e30 for uint8 (torch: value cannot be converted to type uint8_t without overflow)",
+     P("addcmul", "addcmul", "uint8", [T([], "uint8"), T([], "uint8"), T([], "uint8")], {"value": 1e30})),
+    ("addcdiv had no backward-error scale in the fuzzer",
+     P("addcdiv", "addcdiv", "float16", [T([], "float16", v=("normal", 0.0, "b")), T([], "float32", v=("normal", 0.0, "b")),
+                                         T([], "float32", v=("normal", 0.0, "b"))], {"value": 0})),
     ("argmin.out accepted a float16 out tensor (torch: Expected out tensor to have dtype long int)",
      P("argmin", "argmin.out", "int16", [T([], "float16", v=("ties", 0.0), seed=5), None, False],
        outs={"out": "float16"})),

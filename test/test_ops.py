@@ -19,7 +19,7 @@ from helpers import DEV, NARROW, assert_close_row, assert_exact, check_mode, dty
 from helpers import resolve, stats, tiny_of
 from helpers import row as table_row
 from generators import GENERATORS
-from op_cases import UNFUSED_REFS, Case, In, is_inplace, out_names
+from op_cases import TERMS, UNFUSED_REFS, Case, In, is_inplace, out_names
 
 PREFERRED = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "int8", "int16", "bool")
 
@@ -271,7 +271,7 @@ def run_case(row, overload, case):
         after = stats()
         for i, (g, gc, r) in enumerate(zip(got, got_cpu, ref)):
             assert g.device.type == torch.device(DEV).type, f"{mode}: result {i} on {g.device}"
-            sc, n = scales[i] if scales else (None, 1)
+            sc, n = scales[i] if scales else (None, TERMS.get(row["name"], 1))
             if either is not None:
                 assert_either(row, gc, either[i], what=f"{mode} result {i}")
             else:

@@ -112,10 +112,11 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   return s;
 }
 
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin) {
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin,
+                      int64_t terms) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args, nin);
+    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args, nin, terms);
     return;
   }
   uint64_t base[kMaxOperands] = {};
@@ -146,6 +147,7 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
     n.nout = 1;
     n.nin = uint8_t(nt - 1);
     n.compute = compute;
+    n.reduction = terms;
     for (int a = 0; a < nt; ++a) n.t[a].dtype = dtypes[a];
     n.args = args;
   };
@@ -353,6 +355,9 @@ void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, con
   const c10::ScalarType common = iter.common_dtype();
   const DType ct = to_dtype(common, op_info(id).name);
   check_dtype(id, ct);
+  // torch's kernels take the scalar as value.to<opmath_t>() (float for float16/bfloat16), which
+  // raises where it overflows (1e30 for uint8)
+  check_fits(s, common == c10::ScalarType::Half || common == c10::ScalarType::BFloat16 ? c10::ScalarType::Float : common);
   const at::Tensor& dst = iter.output();
   if (!dst.is_same(self)) {
     if (self.device() == dst.device()) copy_on_device(dst, self);
@@ -361,7 +366,9 @@ void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, con
   ElementwiseArgs args;
   args.reads_out = true;
   args.s0 = to_scalar(s);
-  emit_elementwise(id, iter, ct, args, lerp ? 1 : 2);
+  // 3 terms: self and two intermediate results (value * t1, then * or / t2; end - self, then
+  // times w), either of which a device may flush where subnormal (check mode's allowance).
+  emit_elementwise(id, iter, ct, args, lerp ? 1 : 2, 3);
   c.ret(dst);
 }
 
