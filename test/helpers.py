@@ -123,11 +123,6 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None, compute=None):
             bad &= ~(got.isnan() & ref.isnan())
             if tiny:
                 bad &= ~(flushed & (got == ref))  # a flushed subnormal is a zero of either sign
-            if n > 1:  # a row with intermediates (addcmul: n = 3 terms), as check mode (compare.cpp):
-                # each may be a subnormal the device flushes, off by less than the smallest normal
-                under = (n - 1) * tiny_of(ref.dtype)
-                d = (got.double() - ref.double()).abs()
-                bad &= ~(d.isfinite() & (d <= under))
         return bad, bad.double(), None, "not bitwise equal (exact)"
     g, r = got.double(), ref.double()
     nan_bad = g.isnan() != r.isnan()

@@ -409,42 +409,65 @@ def _opmath(dt):
     return torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
 
 
-def _unfused_addcmul(self, t1, t2, value=1, common=None):
+def _no_ftz(t):
+    return t
+
+
+def _ftz(t):
+    """t with subnormals (of its dtype) flushed to zeros of their sign, as a flushing device's
+    every instruction leaves its result."""
+    if not t.dtype.is_floating_point:
+        return t
+    sub = (t != 0) & (t.abs() < torch.finfo(t.dtype).smallest_normal)
+    return torch.where(sub, t * 0, t)
+
+
+def _unfused_addcmul(self, t1, t2, value=1, common=None, ftz=_no_ftz):
     o = _opmath(common)
     if not o.is_floating_point:
         value = int(value)  # value.to<scalar_t>(): an integer dtype truncates it (2.5 -> 2)
-    return self.to(o) + (t1.to(o) * value) * t2.to(o)
+    return self.to(o) + ftz(ftz(t1.to(o) * value) * t2.to(o))
 
 
-def _unfused_lerp(self, end, weight, common=None):
+def _unfused_addcdiv(self, t1, t2, value=1, common=None, ftz=_no_ftz):
+    o = _opmath(common)
+    return self.to(o) + ftz(ftz(t1.to(o) * value) / t2.to(o))
+
+
+def _unfused_lerp(self, end, weight, common=None, ftz=_no_ftz):
     o = _opmath(common)
     s, e = self.to(o), end.to(o)
     w = torch.tensor(weight, dtype=o).item()  # the weight in opmath, as torch's kernel takes it
-    return s + w * (e - s) if abs(w) < 0.5 else e - (e - s) * torch.tensor(1 - w if o == torch.float64 else
-                                                                            float(torch.tensor(1, dtype=o) - torch.tensor(w, dtype=o)), dtype=o).item()
+    d = ftz(e - s)
+    return s + ftz(w * d) if abs(w) < 0.5 else e - ftz(d * torch.tensor(1 - w if o == torch.float64 else
+                                                                     float(torch.tensor(1, dtype=o) - torch.tensor(w, dtype=o)), dtype=o).item())
 
 
-def unfused_ref(overload):
-    """The CPU reference for an addcmul / lerp overload (see above)."""
+def unfused_ref(overload, flush=False):
+    """The CPU reference for an addcmul / lerp overload (see above); with flush, the one for a
+    device that flushes subnormals (test_ops.flush_refs: its inputs are flushed already): each
+    intermediate flushed too, as the oracle's alternative run does (backend/cpu/ew_ops.h ftz)."""
     real = resolve(overload)
-    functional = resolve("addcmul" if overload.startswith("addcmul") else "lerp.Scalar")
-    formula = _unfused_addcmul if overload.startswith("addcmul") else _unfused_lerp
+    name = overload.split(".")[0].rstrip("_")
+    functional = resolve({"addcmul": "addcmul", "addcdiv": "addcdiv", "lerp": "lerp.Scalar"}[name])
+    formula = {"addcmul": _unfused_addcmul, "addcdiv": _unfused_addcdiv, "lerp": _unfused_lerp}[name]
 
     def ref(*args, **kwargs):
         before = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         res = real(*args, **kwargs)  # torch's errors, result dtype and shape, in-place / out= semantics
         fkw = {k: v for k, v in kwargs.items() if k != "out"}
         common = functional(*before, **fkw).dtype
-        val = formula(*before, **fkw, common=common)
+        val = formula(*before, **fkw, common=common, ftz=_ftz if flush else _no_ftz)
         res.copy_(val.to(common).expand(res.shape))
         return res
     return ref
 
 
 UNFUSED_REFS = {"addcmul": unfused_ref, "lerp": unfused_ref}
-# Their nodes' terms (Node::reduction): self and two intermediates a device may flush where they
-# are subnormal (the H100 flushed value * t1 * t2 = -8.8e-39 in addcmul's special values).
-TERMS = {"addcmul": 3, "lerp": 3, "addcdiv": 3}
+# The reference on a device that flushes subnormals, for the rows whose formula has intermediates
+# (addcdiv's main reference is torch CPU's own: no fused multiply-add across its division).
+FLUSHED_REFS = {"addcmul": lambda ov: unfused_ref(ov, True), "lerp": lambda ov: unfused_ref(ov, True),
+                "addcdiv": lambda ov: unfused_ref(ov, True)}
 
 
 def _ternary_inputs(dtype, rng, special, lerp, div=False):
@@ -524,7 +547,7 @@ def _addcdiv_scale(value):
     are relative to (args: self, tensor1, tensor2 on the CPU)."""
     def scale(args):
         s, t1, t2 = (a.double() for a in args[:3])
-        return [(s.abs() + (value * t1 / t2).abs(), TERMS["addcdiv"])]
+        return [(s.abs() + (value * t1 / t2).abs(), 1)]
     return scale
 
 

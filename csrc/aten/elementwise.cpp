@@ -112,11 +112,10 @@ Scalar scalar_operand(OpId id, const at::TensorBase& t, DType compute) {
   return s;
 }
 
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin,
-                      int64_t terms) {
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin) {
   if (iter.numel() == 0) return;
   if (!iter.can_use_32bit_indexing()) {
-    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args, nin, terms);
+    for (auto& sub : iter.with_32bit_indexing()) emit_elementwise(id, sub, compute, args, nin);
     return;
   }
   uint64_t base[kMaxOperands] = {};
@@ -147,7 +146,6 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
     n.nout = 1;
     n.nin = uint8_t(nt - 1);
     n.compute = compute;
-    n.reduction = terms;
     for (int a = 0; a < nt; ++a) n.t[a].dtype = dtypes[a];
     n.args = args;
   };
@@ -366,9 +364,7 @@ void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, con
   ElementwiseArgs args;
   args.reads_out = true;
   args.s0 = to_scalar(s);
-  // 3 terms: self and two intermediate results (value * t1, then * or / t2; end - self, then
-  // times w), either of which a device may flush where subnormal (check mode's allowance).
-  emit_elementwise(id, iter, ct, args, lerp ? 1 : 2, 3);
+  emit_elementwise(id, iter, ct, args, lerp ? 1 : 2);
   c.ret(dst);
 }
 

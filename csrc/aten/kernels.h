@@ -17,9 +17,7 @@ namespace vkml::aten {
 
 // Records the nodes of one TensorIterator (any ndim; split for 32-bit indexing). nin: how many of
 // its inputs the node reads (-1: all); the rest only took part in its shape and dtype rules.
-// terms: Node::reduction, the values behind one output (3 for addcmul: self and two products).
-void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin = -1,
-                      int64_t terms = 1);
+void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, ElementwiseArgs args, int nin = -1);
 // dst <- src, both on vkml (any dtypes, layouts; src broadcast to dst).
 void copy_on_device(const at::Tensor& dst, const at::Tensor& src);
 

@@ -75,11 +75,14 @@ Result<void> Device::run_checked(const Node& n) {
         Node f = n;
         for (int i = 0; i < nt; ++i) {
           if (!n.t[i].addr) continue;
-          if (i >= n.nout) flush_subnormals(n.t[i], ct, flushed[i].data());
+          flush_subnormals(n.t[i], ct, flushed[i].data());  // outputs too: a row may read their old values
           f.t[i].addr = reinterpret_cast<uint64_t>(flushed[i].data());
         }
         std::vector<double> unused;
-        VKML_TRY(cpu::run(f, &unused));
+        cpu::flush_intermediates(true);
+        Result<void> r = cpu::run(f, &unused);
+        cpu::flush_intermediates(false);
+        VKML_TRY(r);
         alt_done = true;
       }
       m = cmp(flushed[o].data());

@@ -70,8 +70,7 @@ double overflow_at(DType t) {
 // subnormals) may have been flushed, so they compare as zero, of either sign;
 // moved: the element's value depends on a subnormal input (the two references differ), so the
 // sign of a zero is as open as in max(-0, +0).
-// `under`: the absolute error that subnormal intermediates may add (see compare()); for exact kinds
-// only the intermediates of a row of more than one term.
+// `under`: the absolute error that subnormal intermediates may add (see compare()); inexact kinds only.
 // `top`: the compute type's largest finite value.
 Verdict judge(DType dt, const uint8_t* g, const uint8_t* r, double gv, double rv, const Tol& tol, double eps,
               double growth, double sc, double under, double tiny, double top, bool moved = false) {
@@ -100,9 +99,6 @@ Verdict judge(DType dt, const uint8_t* g, const uint8_t* r, double gv, double rv
   if (!flt || tol.kind == TolKind::exact) {
     const bool both_nan = flt && std::isnan(gv) && std::isnan(rv);
     v.bad = !both_nan && (flushed ? gv != rv : std::memcmp(g, r, dtype_size(dt)) != 0);
-    // a row computing intermediates (Node::reduction > 1) in arithmetic that may flush a subnormal
-    // one: off by less than the smallest normal per intermediate, as its partial sums allow above
-    if (v.bad && flt && under > 0 && std::isfinite(gv) && std::isfinite(rv) && std::fabs(gv - rv) <= under) v.bad = false;
     if (dt == DType::b8) v.bad = (*g != 0) != (*r != 0);
     v.ratio = v.bad ? 2 : 0;
   } else if (std::isnan(rv) || std::isnan(gv)) {
@@ -155,9 +151,7 @@ Mismatch compare(const TensorDesc& d, const uint8_t* got, const uint8_t* ref, co
     const uint8_t* r = ref + off * es;
     const double gv = load_f(d.dtype, g), rv = load_f(d.dtype, r);
     const double sc = lin < int64_t(scale.size()) ? scale[lin] : -1;
-    // exact kinds: only what intermediates of a row with more than one term may flush (addcmul)
-    const double under = tol.kind == TolKind::exact ? under_partials
-                                                    : under_partials + (std::fabs(gv) < tiny || std::fabs(rv) < tiny ? tiny : 0.0);
+    const double under = under_partials + (std::fabs(gv) < tiny || std::fabs(rv) < tiny ? tiny : 0.0);
     Verdict v = judge(d.dtype, g, r, gv, rv, tol, eps, growth, sc, under, 0, top);
     if (v.bad && alt) {
       const uint8_t* a = alt + off * es;

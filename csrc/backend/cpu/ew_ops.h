@@ -7,6 +7,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace vkml::cpu {
@@ -25,6 +26,13 @@ template <class T> T wrap_mul(T a, T b) {
 template <class T> T wrap_neg(T a) {
   if constexpr (is_int_v<T>) return T(0 - uint64_t(a));
   else return -a;
+}
+// An intermediate result of a row of several operations, flushed to a zero of its sign where it
+// is subnormal during the oracle's run for a flushing device (oracle.h flush_intermediates).
+extern thread_local bool g_flush_intermediates;
+template <class T> T ftz(T x) {
+  if constexpr (is_int_v<T>) return x;
+  else return g_flush_intermediates && x != T(0) && std::fabs(x) < std::numeric_limits<T>::min() ? std::copysign(T(0), x) : x;
 }
 template <class T> bool is_nan(T a) {
   if constexpr (is_int_v<T>) return false;
@@ -72,16 +80,19 @@ template <class T> T ew_where(T a, T b, T, T old) { return b != T(0) ? a : old; 
 // In place on self = old, in torch CPU's order (aten/native/cpu/PointwiseOpsKernel.cpp,
 // LerpKernel.cpp), each operation rounded in T:
 // addcmul_: self + (value * t1) * t2   (a = t1, b = t2, s = value)
-template <class T> T ew_addcmul(T a, T b, T s, T old) { return wrap_add(old, wrap_mul(wrap_mul(s, a), b)); }
+template <class T> T ew_addcmul(T a, T b, T s, T old) { return wrap_add(old, ftz(wrap_mul(ftz(wrap_mul(s, a)), b))); }
 // addcdiv_: self + (value * t1) / t2   (a = t1, b = t2, s = value)
 template <class T> T ew_addcdiv(T a, T b, T s, T old) {
   if constexpr (is_int_v<T>) return old;  // never reached: float rows only (aten raises for integers)
-  else return old + (s * a) / b;
+  else return old + ftz(ftz(s * a) / b);
 }
 // lerp_: |w| < 0.5 ? self + w * (end - self) : end - (end - self) * (1 - w)   (a = end, s = w)
 template <class T> T ew_lerp(T a, T, T s, T old) {
   if constexpr (is_int_v<T>) return old;  // never reached: float rows only
-  else return std::abs(s) < T(0.5) ? old + s * (a - old) : a - (a - old) * (T(1) - s);
+  else {
+    const T d = ftz(a - old);
+    return std::abs(s) < T(0.5) ? old + ftz(s * d) : a - ftz(d * ftz(T(1) - s));
+  }
 }
 // mask ? value : self  (a = self, b = the mask as 0/1, s = the value)
 template <class T> T ew_masked_fill(T a, T b, T s) { return b != T(0) ? s : a; }

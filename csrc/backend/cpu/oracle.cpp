@@ -35,6 +35,9 @@ Result<void> row(const Node& n, std::vector<double>* scale, F) {
 
 }  // namespace
 
+thread_local bool g_flush_intermediates = false;
+void flush_intermediates(bool on) { g_flush_intermediates = on; }
+
 Result<void> run(const Node& n, std::vector<double>* scale) {
   if (n.nout + n.nin > kMaxOperands)
     return fail(Err::invalid, "oracle: node has " + std::to_string(n.nout + n.nin) + " operands");

@@ -17,4 +17,10 @@ namespace vkml::cpu {
 // the later present outputs in turn (the norm family's); outputs it does not reach scale with |ref|.
 Result<void> run(const Node& n, std::vector<double>* scale);
 
+// The alternative run for a device that flushes subnormals (dispatch/check.cpp): run() with
+// flush_intermediates(true) also flushes the subnormal intermediates of rows that compute more
+// than one operation (addcmul, addcdiv, lerp: ew_ops.h ftz), as such a device's every instruction
+// does. The check's inputs are flushed by the caller.
+void flush_intermediates(bool on);
+
 }  // namespace vkml::cpu
