@@ -192,3 +192,28 @@ def test_isposinf_isneginf_match_cpu(name, dtype):
     with pytest.raises(RuntimeError) as dev_err:
         f(x.to(DEV), out=torch.empty(0, device=DEV))
     assert str(dev_err.value) == str(cpu_err.value)
+
+
+def test_flushing_device_reference_flushes_the_intermediates():
+    """On a device that flushes subnormals (NVIDIA, float32), addcmul's value * t1 * t2 is flushed
+    before it is added when it is subnormal: the H100 gave self where the reference is
+    self + (-8.8e-39). The flushed reference (op_cases FLUSHED_REFS, what test_ops uses there, as
+    check mode's oracle run with cpu::flush_intermediates) is that result; the unflushed one is not,
+    and a wrong result matches neither. Emulated here, so that it runs on every device."""
+    import op_cases
+    from helpers import tiny_of
+    row = table_row("addcmul")
+    s = torch.tensor([-1.76e-38, 1.0], dtype=torch.float32)
+    t1 = torch.tensor([2.0 ** -70, 3.0])
+    t2 = torch.tensor([-2.0 ** -57.3, 0.5])  # product -8.8e-39 (subnormal), then 1.5
+    ref = op_cases.unfused_ref("addcmul")(s, t1, t2, value=1.5)
+    flushed = op_cases.FLUSHED_REFS["addcmul"]("addcmul")(s, t1, t2, value=1.5)
+    assert ref[0] != s[0] and flushed[0] == s[0] and flushed[1] == ref[1]
+    device = s + op_cases._ftz(op_cases._ftz(t1 * 1.5) * t2)  # every intermediate flushed
+    assert_close_row(row, device, ref, alt=(flushed, tiny_of(torch.float32)))
+    with pytest.raises(AssertionError):
+        assert_close_row(row, device, ref)  # without the flushed reference it is wrong
+    wrong = device.clone()
+    wrong[0] = s[0] + 2 * (ref[0] - s[0])
+    with pytest.raises(AssertionError):
+        assert_close_row(row, wrong, ref, alt=(flushed, tiny_of(torch.float32)))
