@@ -174,6 +174,10 @@ ANNOTATED = [
      "127 invocations store the same final value instead of one"),
     ("softmax", "uint64_t b1 = pc.t1 + uint64_t((int64_t(o) * pc.s1[0] + int64_t(in_) * pc.s1[2]) * e1);", "* -> /",
      "equivalent", "(the second *) the [outer, D, inner] view is contiguous, s1[2] is 1"),
+    ("ew_ops", "const T o = dto != dtc ? round_T(old, dtc) : old;", "!= -> ==", "equivalent",
+     "addcmul_, addcdiv_, lerp_: the old value is self, which took part in the promotion (in place), or "
+     "self copied into the result (functional, out=), so it is always a value of dtc: rounding it to dtc "
+     "or not gives the same value (survivors on lavapipe, 2026-12-06, lines 70 and 82)"),
     ("ew_ops", "case OP_WHERE: r = nonzero(b) ? a : (dto != dtc ? round_T(old, dtc) : old); break;", "!= -> ==",
      "equivalent", "where's output dtype is its common dtype (torch rejects another out= dtype) and the "
      "compute dtype is never narrower, so old, read from the output, is already a value of dtc: "
