@@ -10,7 +10,6 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addcdiv.h>
 #include <ATen/ops/addcmul.h>
-#include <ATen/ops/copy.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/lerp.h>
 #include <ATen/ops/empty_strided.h>
@@ -328,7 +327,8 @@ void ew_masked_fill(OpId id, Call& c) {
 // messages; a 0-dim CPU tensor1 or end is accepted as a CPU scalar). One node that reads self as
 // the output's old value (reads_out): in place, on self; otherwise self is first copied into the
 // result (broadcast, in the result's dtype), a node the fusion joins with it. An out= tensor that
-// is tensor1 or tensor2 gets a temporary, copied in after.
+// is tensor1 or tensor2 gets a temporary, copied in after. The arguments are borrowed, not
+// copied (Adam records these per parameter: a copy's reference count may take the GIL).
 void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, const at::Tensor* t2,
              const c10::Scalar& s) {
   const bool lerp = t2 == nullptr;
@@ -369,12 +369,12 @@ void ew_addc(OpId id, Call& c, const at::Tensor& self, const at::Tensor& t1, con
 }
 
 void ew_addcmul(OpId id, Call& c) {
-  const at::Tensor self = c.tensor("self"), t1 = c.tensor("tensor1"), t2 = c.tensor("tensor2");
+  const at::Tensor &self = c.tensor("self"), &t1 = c.tensor("tensor1"), &t2 = c.tensor("tensor2");
   ew_addc(id, c, self, t1, &t2, c["value"].toScalar());
 }
 
 void ew_addcdiv(OpId id, Call& c) {
-  const at::Tensor self = c.tensor("self"), t1 = c.tensor("tensor1"), t2 = c.tensor("tensor2");
+  const at::Tensor &self = c.tensor("self"), &t1 = c.tensor("tensor1"), &t2 = c.tensor("tensor2");
   TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) && c10::isIntegralType(t2.scalar_type(), true)),
               "Integer division with addcdiv is no longer supported, and in a future release addcdiv will "
               "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
@@ -385,7 +385,7 @@ void ew_addcdiv(OpId id, Call& c) {
 }
 
 void ew_lerp(OpId id, Call& c) {
-  const at::Tensor self = c.tensor("self"), end = c.tensor("end");
+  const at::Tensor &self = c.tensor("self"), &end = c.tensor("end");
   TORCH_CHECK(self.scalar_type() == end.scalar_type(), "expected dtype ", self.scalar_type(),
               " for `end` but got dtype ", end.scalar_type());
   TORCH_CHECK(c10::isFloatingType(self.scalar_type()), "lerp: expected a floating point tensor, got ",
