@@ -71,9 +71,8 @@ PC_BEGIN(SoftmaxParams)
   u64 partials;  // long rows (graph/families/softmax.h): (a, b) per chunk, then (a, b) per row
   u32 pass;      // 0: one pass; 1: chunk partials; 2: row totals; 3: outputs per chunk
   u32 parts;     // chunks per row
-  u32 flags;     // SOFTMAX_DENSE
+  u32 lanes;     // invocations per row: a power of two, 1 to 128 (128 / lanes rows a workgroup)
 PC_END(SoftmaxParams)
-#define SOFTMAX_DENSE 1u  // inner == 1, every operand's row dense and its start aligned for ld_block4
 #endif
 
 // nll.comp: operands as graph/node.h documents for nll / nll_bwd (t0..t4).

@@ -1,9 +1,12 @@
 // variants: f32 f64
 // log_softmax / softmax and their backwards over rows of length D in an [outer, D, inner] view.
-// One workgroup per row (rows over 65536: per chunk, then per row, then per chunk: passes 1-3);
-// max-subtracted; fixed-order tree sums. A row of up to kCached elements (pass 0) is read once,
-// into registers (32 per invocation, unrolled so that all its loads are in flight together); its
-// elements are visited in the same order either way, so both give the same bytes.
+// Each row has pc.lanes invocations (a power of two up to 128, chosen from D on the host:
+// lower_softmax.cpp), so a workgroup holds 128 / lanes rows: short rows do not leave most of a
+// workgroup idle. Rows over 65536 take one workgroup per chunk, then per row, then per chunk
+// (passes 1-3, lanes = 128). Max-subtracted; fixed-order tree sums over a row's lanes. A row of
+// up to lanes * NC elements (pass 0) is read once, into registers (NC per invocation, unrolled so
+// that all its loads are in flight together); its elements are visited in the same order either
+// way, so both give the same bytes.
 #version 460
 #define PC_SOFTMAX
 #extension GL_EXT_control_flow_attributes : require
@@ -14,16 +17,17 @@ layout(local_size_x = 128) in;
 
 shared T s_red[128];
 
-// Tree over the workgroup; is_max picks NaN-propagating max instead of +.
+// Tree over each row's lanes (lanes is uniform: every invocation meets every barrier); is_max
+// picks NaN-propagating max instead of +.
 T group_reduce(T v, bool is_max) {
-  uint tid = gl_LocalInvocationID.x;
+  const uint tid = gl_LocalInvocationID.x, lanes = pc.lanes, lane = tid & (lanes - 1u);
   s_red[tid] = v;
   barrier();
-  for (uint s = 64u; s > 0u; s >>= 1) {
-    if (tid < s) s_red[tid] = is_max ? max_nan(s_red[tid], s_red[tid + s]) : s_red[tid] + s_red[tid + s];
+  for (uint s = lanes >> 1; s > 0u; s >>= 1) {
+    if (lane < s) s_red[tid] = is_max ? max_nan(s_red[tid], s_red[tid + s]) : s_red[tid] + s_red[tid + s];
     barrier();
   }
-  T r = s_red[0];
+  T r = s_red[tid - lane];
   barrier();  // s_red is reused by the next call
   return r;
 }
@@ -44,12 +48,11 @@ void put_pair(uint64_t j, T a, T b) {
 T pair_a(uint64_t j) { return load_T(pair_at(j), DT_PARTIAL); }
 T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
 
-// Element d = tid + 128 k (k < NC) of the row: cached rows hold it at c[k].
-const uint kCached = 4096u;
+// Element d = lane + lanes k (k < NC) of the row: cached rows hold it at c[k].
 #define NC 32
-void load_row(uint64_t b, int64_t step, uint dt, uint hi, out T c[NC]) {
+void load_row(uint64_t b, int64_t step, uint dt, uint lane, uint hi, out T c[NC]) {
   [[unroll]] for (uint k = 0u; k < NC; ++k) {
-    uint d = gl_LocalInvocationID.x + 128u * k;
+    uint d = lane + pc.lanes * k;
     c[k] = d < hi ? load_T(b + uint64_t(int64_t(d) * step), dt) : T(0);
   }
 }
@@ -57,10 +60,14 @@ void load_row(uint64_t b, int64_t step, uint dt, uint hi, out T c[NC]) {
 void main() {
   const uint64_t nrows = uint64_t(pc.outer) * uint64_t(pc.inner);
   const bool chunked = pc.pass == 1u || pc.pass == 3u;  // one workgroup per chunk of a row
-  uint64_t gi = group_index();
-  uint64_t row = chunked ? gi / uint64_t(pc.parts) : gi;
-  if (row >= nrows) return;  // whole group: uniform
-  uint tid = gl_LocalInvocationID.x;
+  const uint64_t gi = group_index();
+  const uint tid = gl_LocalInvocationID.x, L = pc.lanes, lane = tid & (L - 1u);
+  uint64_t row = chunked ? gi / uint64_t(pc.parts) : gi * uint64_t(128u / L) + uint64_t(tid / L);
+  // A workgroup past the last row returns whole; a row past it within one (short rows) repeats
+  // the last row, unstored, so that every invocation meets the barriers.
+  if (row - uint64_t(tid / L) >= nrows) return;
+  const bool live = row < nrows;
+  if (!live) row = nrows - 1UL;
   uint o = uint(row / uint64_t(pc.inner)), in_ = uint(row % uint64_t(pc.inner));
   uint dt0 = DTYPES & 0xffu, dt1 = (DTYPES >> 8) & 0xffu, dt2 = (DTYPES >> 16) & 0xffu;
   int64_t e0 = int64_t(dsize(dt0)), e1 = int64_t(dsize(dt1)), e2 = int64_t(dsize(dt2));
@@ -95,7 +102,7 @@ void main() {
 
   // Only in the dtype-specialized pipeline (GPUs): unspecialized, each of the NC unrolled loads
   // is a switch over every dtype, and lavapipe took 5 s to compile the shader (0.2 s without).
-  const bool cached = SPEC && pc.pass == 0u && hi <= kCached;
+  const bool cached = SPEC && pc.pass == 0u && hi <= L * NC;
   T c[NC], c2[NC];
   if (fwd) {
     T m, s;
@@ -105,17 +112,17 @@ void main() {
     } else {
       m = -inf_T();
       if (cached) {
-        load_row(b1, d1, dt1, hi, c);
-        [[unroll]] for (uint k = 0u; k < NC; ++k) if (tid + 128u * k < hi) m = max_nan(m, c[k]);
+        load_row(b1, d1, dt1, lane, hi, c);
+        [[unroll]] for (uint k = 0u; k < NC; ++k) if (lane + L * k < hi) m = max_nan(m, c[k]);
       } else {
-        for (uint d = lo + tid; d < hi; d += 128u) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
+        for (uint d = lo + lane; d < hi; d += L) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
       }
       m = group_reduce(m, true);
       s = T(0);
       if (cached) {
-        [[unroll]] for (uint k = 0u; k < NC; ++k) if (tid + 128u * k < hi) s += exp_T(c[k] - m);
+        [[unroll]] for (uint k = 0u; k < NC; ++k) if (lane + L * k < hi) s += exp_T(c[k] - m);
       } else {
-        for (uint d = lo + tid; d < hi; d += 128u) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
+        for (uint d = lo + lane; d < hi; d += L) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
       }
       s = group_reduce(s, false);
       if (pc.pass == 1u) {
@@ -126,15 +133,15 @@ void main() {
     T ls = log_T(s), inv = T(1) / s;
     if (cached) {
       [[unroll]] for (uint k = 0u; k < NC; ++k) {
-        uint d = tid + 128u * k;
+        uint d = lane + L * k;
         T x = c[k] - m;
-        if (d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
+        if (live && d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
       }
       return;
     }
-    for (uint d = lo + tid; d < hi; d += 128u) {
+    for (uint d = lo + lane; d < hi; d += L) {
       T x = load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m;
-      store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
+      if (live) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
     }
   } else {  // OP_LOG_SOFTMAX_BWD, OP_SOFTMAX_BWD: t1 = grad_out (c), t2 = forward output (c2)
     bool lsm = OP == OP_LOG_SOFTMAX_BWD;
@@ -144,11 +151,11 @@ void main() {
     } else {
       s = T(0);
       if (cached) {
-        load_row(b1, d1, dt1, hi, c);
-        load_row(b2, d2, dt2, hi, c2);
-        [[unroll]] for (uint k = 0u; k < NC; ++k) if (tid + 128u * k < hi) s += lsm ? c[k] : c[k] * c2[k];
+        load_row(b1, d1, dt1, lane, hi, c);
+        load_row(b2, d2, dt2, lane, hi, c2);
+        [[unroll]] for (uint k = 0u; k < NC; ++k) if (lane + L * k < hi) s += lsm ? c[k] : c[k] * c2[k];
       } else {
-        for (uint d = lo + tid; d < hi; d += 128u) {
+        for (uint d = lo + lane; d < hi; d += L) {
           T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
           s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
         }
@@ -161,15 +168,15 @@ void main() {
     }
     if (cached) {
       [[unroll]] for (uint k = 0u; k < NC; ++k) {
-        uint d = tid + 128u * k;
-        if (d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? c[k] - exp_T(c2[k]) * s : c2[k] * (c[k] - s));
+        uint d = lane + L * k;
+        if (live && d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? c[k] - exp_T(c2[k]) * s : c2[k] * (c[k] - s));
       }
       return;
     }
-    for (uint d = lo + tid; d < hi; d += 128u) {
+    for (uint d = lo + lane; d < hi; d += L) {
       T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
       T y = load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
-      store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? g - exp_T(y) * s : y * (g - s));
+      if (live) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? g - exp_T(y) * s : y * (g - s));
     }
   }
 }

@@ -254,6 +254,41 @@ def test_softmax_all_minus_inf_row_and_nan():
         assert_close_row(row("softmax"), got[2:], ref[2:], *_softmax_scale(x[2:], 1), what=path)
 
 
+
+# Rows of up to 512 share a workgroup: 128 / lanes rows each, lanes = the power of two near D / 4
+# (lower_softmax.cpp). Row counts that are not a multiple of a workgroup's rows leave a last group
+# part empty; a NaN row and an all -inf row sit at the end. The same rows also run along dim 0 of
+# x.t().contiguous() (rows interleaved: inner > 1) and of the view x.t().
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"])
+def test_softmax_short_rows_share_workgroups(name):
+    fwd = torch.softmax if name.startswith("softmax") else torch.log_softmax
+    bwd = (torch.ops.aten._softmax_backward_data if name == "softmax_backward"
+           else torch.ops.aten._log_softmax_backward_data)
+    for rows, n in [(1, 1), (129, 1), (67, 2), (300, 7), (65, 8), (33, 33), (37, 128), (9, 129), (5, 512), (3, 513)]:
+        x = torch.randn(rows, n, generator=G) * 4
+        g = torch.randn(rows, n, generator=G)
+        if rows > 2 and n > 1 and "backward" not in name:
+            x[rows - 2, 0] = float("inf")
+            x[rows - 1, :] = -float("inf")
+        for how, t, gt, dim in (("rows", x, g, 1), ("columns", x.t().contiguous(), g.t().contiguous(), 0),
+                                ("transposed view", x.t(), g.t(), 0)):
+            what = f"{name} ({rows},{n}) {how}"
+            if "backward" not in name:
+                got = fwd(t.to(DEV), dim).cpu()
+                ref = fwd(t.double(), dim).float()
+                assert torch.equal(got.isnan(), ref.isnan()), what
+                ok = ~ref.isnan()
+                sc, nn = _softmax_scale(t, dim)
+                assert_close_row(row(name), got.where(ok, 0), ref.where(ok, 0), sc, nn, what=what)
+            else:
+                y = fwd(t.double(), dim).float()
+                got = bwd(gt.to(DEV), y.to(DEV), dim, torch.float32).cpu()
+                ref = bwd(gt.double(), y.double(), dim, torch.float64).float()
+                # the sum's terms |g| |y| (or |g|), times the factor each output applies to the sum
+                gy = gt.double().abs() * (y.double().abs() if name == "softmax_backward" else 1)
+                f = y.double().abs() if name == "softmax_backward" else y.double().exp()
+                assert_close_row(row(name), got, ref, gy.sum(dim, keepdim=True) * (1 + f), n, what=what)
+
 # ---- specialized elementwise pipelines ------------------------------------------------------------
 # Each shader variant (f32, f64, i64) and each element width; lavapipe compiles every combination's
 # pipeline anew (~80 ms each), so not every dtype.

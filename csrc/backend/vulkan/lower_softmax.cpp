@@ -1,10 +1,20 @@
-// The softmax family -> shaders/softmax.comp: one workgroup per row of an [outer, D, inner] view.
+// The softmax family -> shaders/softmax.comp: rows of an [outer, D, inner] view, each on `lanes`
+// invocations of a 128-wide workgroup.
 #include <string>
 
 #include "backend/vulkan/lower.h"
 #include "params.h"
 
 namespace vkml::vk {
+
+// Invocations per row: about 4 elements each, a power of two from 1 to 128. A row of 128 (an
+// attention row) takes 32, so a workgroup does 4 rows; the shader's register cache holds
+// lanes * 32 elements, so every row up to 4,096 is read once.
+static uint32_t softmax_lanes(uint32_t D) {
+  uint32_t lanes = 1;
+  while (lanes < 128 && uint64_t(lanes) * 4 < D) lanes *= 2;
+  return lanes;
+}
 
 int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   if (!set_shader(out[0], "softmax", compute_of(n.compute), lim, why)) return -1;
@@ -36,6 +46,7 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
     p.partials = n.as<SoftmaxArgs>().partials;
     if (!p.partials) return why = "rows over " + std::to_string(kSoftmaxChunk) + " elements need their scratch", -1;
     p.parts = uint32_t(parts);
+    p.lanes = 128;
     for (uint32_t pass = 1; pass <= 3; ++pass) {
       Dispatch& d = out[pass - 1];
       p.pass = pass;
@@ -44,7 +55,9 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
     }
     return spec_dtypes(out, 3, lim, p.dtypes);
   }
-  if (!grid2(rows, lim, out[0])) return why = "too many groups", -1;
+  p.lanes = softmax_lanes(p.D);
+  const uint64_t per_group = 128 / p.lanes;
+  if (!grid2((rows + per_group - 1) / per_group, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
   return spec_dtypes(out, 1, lim, p.dtypes);
 }
