@@ -15,12 +15,18 @@
 
 layout(local_size_x = 128) in;
 
+// Specialization constant 2: pc.lanes, set with constant 1 (the dtypes, spec_dtypes.glsl). A row
+// of fewer than 128 lanes has at most 4 elements a lane (lower_softmax.cpp): its register cache
+// shrinks to 4, and the pipeline keeps the registers of 32 (too few rows in flight otherwise).
+layout(constant_id = 2) const uint SPEC_LANES = 0u;
+#define LANES (SPEC ? SPEC_LANES : pc.lanes)
+
 shared T s_red[128];
 
 // Tree over each row's lanes (lanes is uniform: every invocation meets every barrier); is_max
 // picks NaN-propagating max instead of +.
 T group_reduce(T v, bool is_max) {
-  const uint tid = gl_LocalInvocationID.x, lanes = pc.lanes, lane = tid & (lanes - 1u);
+  const uint tid = gl_LocalInvocationID.x, lanes = LANES, lane = tid & (lanes - 1u);
   s_red[tid] = v;
   barrier();
   for (uint s = lanes >> 1; s > 0u; s >>= 1) {
@@ -50,9 +56,10 @@ T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
 
 // Element d = lane + lanes k (k < NC) of the row: cached rows hold it at c[k].
 #define NC 32
+const uint NK = SPEC && SPEC_LANES < 128u ? 4u : NC;  // the cache's elements a lane
 void load_row(uint64_t b, int64_t step, uint dt, uint lane, uint hi, out T c[NC]) {
-  [[unroll]] for (uint k = 0u; k < NC; ++k) {
-    uint d = lane + pc.lanes * k;
+  [[unroll]] for (uint k = 0u; k < NK; ++k) {
+    uint d = lane + LANES * k;
     c[k] = d < hi ? load_T(b + uint64_t(int64_t(d) * step), dt) : T(0);
   }
 }
@@ -61,7 +68,7 @@ void main() {
   const uint64_t nrows = uint64_t(pc.outer) * uint64_t(pc.inner);
   const bool chunked = pc.pass == 1u || pc.pass == 3u;  // one workgroup per chunk of a row
   const uint64_t gi = group_index();
-  const uint tid = gl_LocalInvocationID.x, L = pc.lanes, lane = tid & (L - 1u);
+  const uint tid = gl_LocalInvocationID.x, L = LANES, lane = tid & (L - 1u);
   uint64_t row = chunked ? gi / uint64_t(pc.parts) : gi * uint64_t(128u / L) + uint64_t(tid / L);
   // A workgroup past the last row returns whole; a row past it within one (short rows) repeats
   // the last row, unstored, so that every invocation meets the barriers.
@@ -102,7 +109,7 @@ void main() {
 
   // Only in the dtype-specialized pipeline (GPUs): unspecialized, each of the NC unrolled loads
   // is a switch over every dtype, and lavapipe took 5 s to compile the shader (0.2 s without).
-  const bool cached = SPEC && pc.pass == 0u && hi <= L * NC;
+  const bool cached = SPEC && pc.pass == 0u && hi <= L * NK;
   T c[NC], c2[NC];
   if (fwd) {
     T m, s;
@@ -113,14 +120,14 @@ void main() {
       m = -inf_T();
       if (cached) {
         load_row(b1, d1, dt1, lane, hi, c);
-        [[unroll]] for (uint k = 0u; k < NC; ++k) if (lane + L * k < hi) m = max_nan(m, c[k]);
+        [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) m = max_nan(m, c[k]);
       } else {
         for (uint d = lo + lane; d < hi; d += L) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
       }
       m = group_reduce(m, true);
       s = T(0);
       if (cached) {
-        [[unroll]] for (uint k = 0u; k < NC; ++k) if (lane + L * k < hi) s += exp_T(c[k] - m);
+        [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) s += exp_T(c[k] - m);
       } else {
         for (uint d = lo + lane; d < hi; d += L) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
       }
@@ -132,7 +139,7 @@ void main() {
     }
     T ls = log_T(s), inv = T(1) / s;
     if (cached) {
-      [[unroll]] for (uint k = 0u; k < NC; ++k) {
+      [[unroll]] for (uint k = 0u; k < NK; ++k) {
         uint d = lane + L * k;
         T x = c[k] - m;
         if (live && d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
@@ -153,7 +160,7 @@ void main() {
       if (cached) {
         load_row(b1, d1, dt1, lane, hi, c);
         load_row(b2, d2, dt2, lane, hi, c2);
-        [[unroll]] for (uint k = 0u; k < NC; ++k) if (lane + L * k < hi) s += lsm ? c[k] : c[k] * c2[k];
+        [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) s += lsm ? c[k] : c[k] * c2[k];
       } else {
         for (uint d = lo + lane; d < hi; d += L) {
           T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
@@ -167,7 +174,7 @@ void main() {
       }
     }
     if (cached) {
-      [[unroll]] for (uint k = 0u; k < NC; ++k) {
+      [[unroll]] for (uint k = 0u; k < NK; ++k) {
         uint d = lane + L * k;
         if (live && d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? c[k] - exp_T(c2[k]) * s : c2[k] * (c[k] - s));
       }

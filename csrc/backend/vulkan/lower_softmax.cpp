@@ -16,6 +16,13 @@ static uint32_t softmax_lanes(uint32_t D) {
   return lanes;
 }
 
+// softmax.comp's specialization constant 2, beside the dtypes (constant 1) where those are set.
+static int spec_lanes(Dispatch* out, int count, uint32_t lanes) {
+  for (int k = 0; k < count; ++k)
+    if (out[k].nspec == 1) out[k].spec[1] = lanes, out[k].nspec = 2;
+  return count;
+}
+
 int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   if (!set_shader(out[0], "softmax", compute_of(n.compute), lim, why)) return -1;
   const bool bwd = n.as<SoftmaxArgs>().backward;
@@ -53,13 +60,13 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
       if (!grid2(pass == 2 ? rows : rows * uint64_t(parts), lim, d)) return why = "too many groups", -1;
       put(d, p);
     }
-    return spec_dtypes(out, 3, lim, p.dtypes);
+    return spec_lanes(out, spec_dtypes(out, 3, lim, p.dtypes), 128);
   }
   p.lanes = softmax_lanes(p.D);
   const uint64_t per_group = 128 / p.lanes;
   if (!grid2((rows + per_group - 1) / per_group, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  return spec_dtypes(out, 1, lim, p.dtypes);
+  return spec_lanes(out, spec_dtypes(out, 1, lim, p.dtypes), p.lanes);
 }
 
 
