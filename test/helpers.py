@@ -112,11 +112,14 @@ def _judge(row, got, ref, scale, n, tiny=0.0, moved=None, compute=None):
         sub = lambda t: (t != 0) & (t.abs() < tiny)  # noqa: E731
         # bfloat16 shares float32's exponent range: a float32 result just below the smallest
         # normal (flushed to zero on the device) rounds up to it in bfloat16 (H200: sigmoid_backward
-        # gave -0.0 where torch CPU gave -1.1755e-38), so that value counts as flushable too.
-        sub_ref = (lambda t: (t != 0) & (t.abs() <= tiny)) if ref.dtype == torch.bfloat16 else sub  # noqa: E731
-        flushed = sub(got) | sub_ref(ref) | moved
+        # gave -0.0 where torch CPU gave -1.1755e-38), so that value counts as flushable too, on
+        # both sides (H100: addcmul gave 1.1755e-38, self, where the flushed reference is that
+        # value too: a normal result equal to the smallest normal must still match it).
+        if ref.dtype == torch.bfloat16:
+            sub = lambda t: (t != 0) & (t.abs() <= tiny)  # noqa: E731
+        flushed = sub(got) | sub(ref) | moved
         got = torch.where(sub(got), torch.zeros_like(got), got)
-        ref = torch.where(sub_ref(ref), torch.zeros_like(ref), ref)
+        ref = torch.where(sub(ref), torch.zeros_like(ref), ref)
     if kind == "exact" or not ref.dtype.is_floating_point:
         bad = _bits(got) != _bits(ref)
         if ref.dtype.is_floating_point:

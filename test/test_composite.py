@@ -217,3 +217,31 @@ def test_flushing_device_reference_flushes_the_intermediates():
     wrong[0] = s[0] + 2 * (ref[0] - s[0])
     with pytest.raises(AssertionError):
         assert_close_row(row, wrong, ref, alt=(flushed, tiny_of(torch.float32)))
+
+
+def test_flushing_device_bfloat16_result_at_the_smallest_normal():
+    """The H100's bfloat16 case: self = 2^-126 (the smallest normal, which bfloat16 shares with
+    float32), t2 a bfloat16 subnormal that the device reads as zero, so the device gives self; the
+    unflushed reference is 1.6163e-38. The flushed reference is 2^-126 too, and must be accepted,
+    though bfloat16's comparison also reads that value as a possibly flushed one (the H200's
+    sigmoid_backward gave -0.0 where torch CPU gave -1.1755e-38). A wrong value matches neither."""
+    import op_cases
+    from helpers import tiny_of
+    row = table_row("addcmul")
+    s = torch.tensor([2.0 ** -126, 1.0], dtype=torch.bfloat16)
+    t1 = torch.tensor([1.0, 3.0], dtype=torch.bfloat16)
+    t2 = torch.tensor([2.0 ** -128, 0.5], dtype=torch.bfloat16)  # subnormal: read as zero
+    ref = op_cases.unfused_ref("addcmul")(s, t1, t2, value=1.5)
+    t2_read = torch.tensor([0.0, 0.5], dtype=torch.bfloat16)
+    flushed = op_cases.FLUSHED_REFS["addcmul"]("addcmul")(s, t1, t2_read, value=1.5)
+    device = (s.float() + op_cases._ftz(op_cases._ftz(t1.float() * 1.5) * t2_read.float())).bfloat16()
+    assert ref[0] != s[0] and flushed[0] == s[0] and device[0] == s[0] and device[1] == ref[1]
+    tiny = tiny_of(torch.bfloat16)
+    assert_close_row(row, device, ref, alt=(flushed, tiny))
+    with pytest.raises(AssertionError):
+        assert_close_row(row, device, ref)
+    for bad in (2.0 ** -125, 0.5):  # (-2^-126 reads as a flushed zero too: the bfloat16 rule)
+        wrong = device.clone()
+        wrong[0] = bad
+        with pytest.raises(AssertionError):
+            assert_close_row(row, wrong, ref, alt=(flushed, tiny))
