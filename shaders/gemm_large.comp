@@ -4,9 +4,7 @@
 // floor). Interior tiles of float32, float16 or bfloat16 operands whose rows (or columns) are
 // contiguous and aligned for 4 elements (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags) load 4
 // elements at once (16 or 8 bytes); everything else loads element by element with any strides.
-// The next k slice is loaded into registers while the current one is multiplied out of shared
-// memory, so a workgroup's loads overlap its arithmetic. Each output sums k in order:
-// deterministic.
+// Each output sums k in order: deterministic.
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #define PC_GEMM
@@ -41,118 +39,6 @@ vec4 ld4(uint64_t a, uint dt) {
 }
 #endif
 
-// A k slice in registers on its way to shared memory: NA (NB) vectors of 4 per invocation, in
-// one of three layouts (path): 0 element by element, 1 and 2 the 4-element loads along A's k or
-// m (B's n or k).
-const uint NA = BM * BK / 512u, NB = BN * BK / 512u;
-
-uint a_path(uint flags, bool a_full, bool k_full) {
-#if defined(CT_F32)
-  if (a_full && k_full) return (flags & GEMM_A_K) != 0u ? 1u : (flags & GEMM_A_M) != 0u ? 2u : 0u;
-#endif
-  return 0u;
-}
-uint b_path(uint flags, bool b_full, bool k_full) {
-#if defined(CT_F32)
-  if (b_full && k_full) return (flags & GEMM_B_N) != 0u ? 1u : (flags & GEMM_B_K) != 0u ? 2u : 0u;
-#endif
-  return 0u;
-}
-
-void load_a(uint path, uint64_t abase, uint m0, uint k0, uint k_hi, uint dta, out V4 r[NA]) {
-  const uint tid = gl_LocalInvocationID.x;
-#if defined(CT_F32)
-  if (path == 1u) {  // 4 consecutive k of one row
-    [[unroll]] for (uint l = 0u; l < NA; ++l) {
-      uint idx = tid + 128u * l, mm = idx / (BK / 4u), kq = idx % (BK / 4u);
-      r[l] = ld4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 4u * kq)) * int64_t(dsize(dta))), dta);
-    }
-    return;
-  }
-  if (path == 2u) {  // 4 consecutive m of one k
-    [[unroll]] for (uint l = 0u; l < NA; ++l) {
-      uint idx = tid + 128u * l, kk = idx / (BM / 4u), mq = idx % (BM / 4u);
-      r[l] = ld4(abase + uint64_t((int64_t(m0 + 4u * mq) + int64_t(k0 + kk) * pc.sa[2]) * int64_t(dsize(dta))), dta);
-    }
-    return;
-  }
-#endif
-  [[unroll]] for (uint l = 0u; l < 4u * NA; ++l) {
-    uint idx = tid + 128u * l, mm = idx / BK, kk = idx % BK;  // k fastest
-    uint gm = m0 + mm, gk = k0 + kk;
-    T v = T(0);
-    if (gm < pc.M && gk < k_hi) v = gemm_ld(abase, int64_t(gm), int64_t(gk), pc.sa[1], pc.sa[2], dta);
-    r[l / 4u][l % 4u] = v;
-  }
-}
-
-void store_a(uint path, V4 r[NA]) {
-  const uint tid = gl_LocalInvocationID.x;
-  if (path == 1u) {
-    [[unroll]] for (uint l = 0u; l < NA; ++l) {
-      uint idx = tid + 128u * l, mm = idx / (BK / 4u), kq = idx % (BK / 4u);
-      [[unroll]] for (uint e = 0u; e < 4u; ++e) As[4u * kq + e][mm / 4u][mm % 4u] = r[l][e];
-    }
-  } else if (path == 2u) {
-    [[unroll]] for (uint l = 0u; l < NA; ++l) {
-      uint idx = tid + 128u * l, kk = idx / (BM / 4u), mq = idx % (BM / 4u);
-      As[kk][mq] = r[l];
-    }
-  } else {
-    [[unroll]] for (uint l = 0u; l < 4u * NA; ++l) {
-      uint idx = tid + 128u * l, mm = idx / BK, kk = idx % BK;
-      As[kk][mm / 4u][mm % 4u] = r[l / 4u][l % 4u];
-    }
-  }
-}
-
-void load_b(uint path, uint64_t bbase, uint n0, uint k0, uint k_hi, uint dtb, out V4 r[NB]) {
-  const uint tid = gl_LocalInvocationID.x;
-#if defined(CT_F32)
-  if (path == 1u) {  // 4 consecutive n of one k
-    [[unroll]] for (uint l = 0u; l < NB; ++l) {
-      uint idx = tid + 128u * l, kk = idx / (BN / 4u), nq = idx % (BN / 4u);
-      r[l] = ld4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 4u * nq)) * int64_t(dsize(dtb))), dtb);
-    }
-    return;
-  }
-  if (path == 2u) {  // 4 consecutive k of one column
-    [[unroll]] for (uint l = 0u; l < NB; ++l) {
-      uint idx = tid + 128u * l, nn = idx / (BK / 4u), kq = idx % (BK / 4u);
-      r[l] = ld4(bbase + uint64_t((int64_t(k0 + 4u * kq) + int64_t(n0 + nn) * pc.sb[2]) * int64_t(dsize(dtb))), dtb);
-    }
-    return;
-  }
-#endif
-  [[unroll]] for (uint l = 0u; l < 4u * NB; ++l) {
-    uint idx = tid + 128u * l, kk = idx / BN, nn = idx % BN;  // n fastest
-    uint gk = k0 + kk, gn = n0 + nn;
-    T w = T(0);
-    if (gk < k_hi && gn < pc.N) w = gemm_ld(bbase, int64_t(gk), int64_t(gn), pc.sb[1], pc.sb[2], dtb);
-    r[l / 4u][l % 4u] = w;
-  }
-}
-
-void store_b(uint path, V4 r[NB]) {
-  const uint tid = gl_LocalInvocationID.x;
-  if (path == 1u) {
-    [[unroll]] for (uint l = 0u; l < NB; ++l) {
-      uint idx = tid + 128u * l, kk = idx / (BN / 4u), nq = idx % (BN / 4u);
-      Bs[kk][nq] = r[l];
-    }
-  } else if (path == 2u) {
-    [[unroll]] for (uint l = 0u; l < NB; ++l) {
-      uint idx = tid + 128u * l, nn = idx / (BK / 4u), kq = idx % (BK / 4u);
-      [[unroll]] for (uint e = 0u; e < 4u; ++e) Bs[4u * kq + e][nn / 4u][nn % 4u] = r[l][e];
-    }
-  } else {
-    [[unroll]] for (uint l = 0u; l < 4u * NB; ++l) {
-      uint idx = tid + 128u * l, kk = idx / BN, nn = idx % BN;
-      Bs[kk][nn / 4u][nn % 4u] = r[l / 4u][l % 4u];
-    }
-  }
-}
-
 void main() {
   uint tiles_n = (pc.N + BN - 1u) / BN, tiles_m = (pc.M + BM - 1u) / BM;
   uint64_t tile = group_index();
@@ -173,23 +59,55 @@ void main() {
   [[unroll]] for (uint i = 0u; i < 8u; ++i)
     [[unroll]] for (uint j = 0u; j < 8u; ++j) acc[i][j] = T(0);
 
-  V4 ra[NA], rb[NB];
-  uint pa = a_path(flags, a_full, k_lo + BK <= k_hi), pb = b_path(flags, b_full, k_lo + BK <= k_hi);
-  if (k_lo < k_hi) {
-    load_a(pa, abase, m0, k_lo, k_hi, dta, ra);
-    load_b(pb, bbase, n0, k_lo, k_hi, dtb, rb);
-  }
   for (uint k0 = k_lo; k0 < k_hi; k0 += BK) {
-    store_a(pa, ra);
-    store_b(pb, rb);
-    barrier();
-    const uint k1 = k0 + BK;
-    if (k1 < k_hi) {  // the next slice's loads, in flight during this slice's products
-      pa = a_path(flags, a_full, k1 + BK <= k_hi);
-      pb = b_path(flags, b_full, k1 + BK <= k_hi);
-      load_a(pa, abase, m0, k1, k_hi, dta, ra);
-      load_b(pb, bbase, n0, k1, k_hi, dtb, rb);
+    bool k_full = k0 + BK <= k_hi;
+#if defined(CT_F32)
+    if ((flags & GEMM_A_K) != 0u && a_full && k_full) {  // 4 consecutive k of one row
+      [[unroll]] for (uint l = 0u; l < BM * BK / 512u; ++l) {
+        uint idx = tid + 128u * l, mm = idx / (BK / 4u), kq = idx % (BK / 4u);
+        vec4 v = ld4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 4u * kq)) * int64_t(dsize(dta))), dta);
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) As[4u * kq + e][mm / 4u][mm % 4u] = v[e];
+      }
+    } else if ((flags & GEMM_A_M) != 0u && a_full && k_full) {  // 4 consecutive m of one k
+      [[unroll]] for (uint l = 0u; l < BM * BK / 512u; ++l) {
+        uint idx = tid + 128u * l, kk = idx / (BM / 4u), mq = idx % (BM / 4u);
+        As[kk][mq] = ld4(abase + uint64_t((int64_t(m0 + 4u * mq) + int64_t(k0 + kk) * pc.sa[2]) * int64_t(dsize(dta))), dta);
+      }
+    } else
+#endif
+    {
+      [[unroll]] for (uint l = 0u; l < BM * BK / 128u; ++l) {
+        uint idx = tid + 128u * l, mm = idx / BK, kk = idx % BK;  // k fastest
+        uint gm = m0 + mm, gk = k0 + kk;
+        T v = T(0);
+        if (gm < pc.M && gk < k_hi) v = gemm_ld(abase, int64_t(gm), int64_t(gk), pc.sa[1], pc.sa[2], dta);
+        As[kk][mm / 4u][mm % 4u] = v;
+      }
     }
+#if defined(CT_F32)
+    if ((flags & GEMM_B_N) != 0u && b_full && k_full) {  // 4 consecutive n of one k
+      [[unroll]] for (uint l = 0u; l < BN * BK / 512u; ++l) {
+        uint idx = tid + 128u * l, kk = idx / (BN / 4u), nq = idx % (BN / 4u);
+        Bs[kk][nq] = ld4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 4u * nq)) * int64_t(dsize(dtb))), dtb);
+      }
+    } else if ((flags & GEMM_B_K) != 0u && b_full && k_full) {  // 4 consecutive k of one column
+      [[unroll]] for (uint l = 0u; l < BN * BK / 512u; ++l) {
+        uint idx = tid + 128u * l, nn = idx / (BK / 4u), kq = idx % (BK / 4u);
+        vec4 v = ld4(bbase + uint64_t((int64_t(k0 + 4u * kq) + int64_t(n0 + nn) * pc.sb[2]) * int64_t(dsize(dtb))), dtb);
+        [[unroll]] for (uint e = 0u; e < 4u; ++e) Bs[4u * kq + e][nn / 4u][nn % 4u] = v[e];
+      }
+    } else
+#endif
+    {
+      [[unroll]] for (uint l = 0u; l < BN * BK / 128u; ++l) {
+        uint idx = tid + 128u * l, kk = idx / BN, nn = idx % BN;  // n fastest
+        uint gk = k0 + kk, gn = n0 + nn;
+        T w = T(0);
+        if (gk < k_hi && gn < pc.N) w = gemm_ld(bbase, int64_t(gk), int64_t(gn), pc.sb[1], pc.sb[2], dtb);
+        Bs[kk][nn / 4u][nn % 4u] = w;
+      }
+    }
+    barrier();
     [[unroll]] for (uint kk = 0u; kk < BK; ++kk) {
       V4 a0 = As[kk][ty], a1 = As[kk][16u + ty], b0 = Bs[kk][tx], b1 = Bs[kk][8u + tx];
       T ar[8] = T[8](a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
