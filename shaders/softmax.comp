@@ -15,10 +15,11 @@
 
 layout(local_size_x = 128) in;
 
-// Specialization constant 2: pc.lanes, set with constant 1 (the dtypes, spec_dtypes.glsl). A row
-// of fewer than 128 lanes has at most 4 elements a lane (lower_softmax.cpp): its register cache
-// shrinks to 4, and the pipeline keeps the registers of 32 (too few rows in flight otherwise).
+// Specialization constants 2 and 3, set with constant 1 (the dtypes, spec_dtypes.glsl): pc.lanes,
+// and the register cache's elements per lane (4, 8, 16 or 32: the power of two that holds a row,
+// lower_softmax.cpp). A cache sized for the row leaves registers for more rows in flight.
 layout(constant_id = 2) const uint SPEC_LANES = 0u;
+layout(constant_id = 3) const uint SPEC_NK = 32u;
 #define LANES (SPEC ? SPEC_LANES : pc.lanes)
 
 shared T s_red[128];
@@ -56,7 +57,7 @@ T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
 
 // Element d = lane + lanes k (k < NC) of the row: cached rows hold it at c[k].
 #define NC 32
-const uint NK = SPEC && SPEC_LANES < 128u ? 4u : NC;  // the cache's elements a lane
+const uint NK = SPEC ? min(SPEC_NK, NC) : NC;  // the cache's elements a lane
 void load_row(uint64_t b, int64_t step, uint dt, uint lane, uint hi, out T c[NC]) {
   [[unroll]] for (uint k = 0u; k < NK; ++k) {
     uint d = lane + LANES * k;

@@ -256,7 +256,8 @@ def test_softmax_all_minus_inf_row_and_nan():
 
 
 # Rows of up to 512 share a workgroup: 128 / lanes rows each, lanes = the power of two near D / 4
-# (lower_softmax.cpp). Row counts that are not a multiple of a workgroup's rows leave a last group
+# (lower_softmax.cpp); longer rows have 128 lanes and, in specialized pipelines, a register cache
+# of 8, 16 or 32 elements a lane. Row counts that are not a multiple of a workgroup's rows leave a last group
 # part empty; a NaN row and an all -inf row sit at the end. The same rows also run along dim 0 of
 # x.t().contiguous() (rows interleaved: inner > 1) and of the view x.t().
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward"])
@@ -264,7 +265,8 @@ def test_softmax_short_rows_share_workgroups(name):
     fwd = torch.softmax if name.startswith("softmax") else torch.log_softmax
     bwd = (torch.ops.aten._softmax_backward_data if name == "softmax_backward"
            else torch.ops.aten._log_softmax_backward_data)
-    for rows, n in [(1, 1), (129, 1), (67, 2), (300, 7), (65, 8), (33, 33), (37, 128), (9, 129), (5, 512), (3, 513)]:
+    for rows, n in [(1, 1), (129, 1), (67, 2), (300, 7), (65, 8), (33, 33), (37, 128), (9, 129), (5, 512), (3, 513),
+                    (3, 1000), (2, 2049)]:  # the last two: 128 lanes with caches of 8 and 32
         x = torch.randn(rows, n, generator=G) * 4
         g = torch.randn(rows, n, generator=G)
         if rows > 2 and n > 1 and "backward" not in name:

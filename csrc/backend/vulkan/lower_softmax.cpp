@@ -16,10 +16,14 @@ static uint32_t softmax_lanes(uint32_t D) {
   return lanes;
 }
 
-// softmax.comp's specialization constant 2, beside the dtypes (constant 1) where those are set.
-static int spec_lanes(Dispatch* out, int count, uint32_t lanes) {
+// softmax.comp's specialization constants 2 and 3, beside the dtypes (constant 1) where those are
+// set: the lanes, and the register cache's elements per lane (the power of two from 4 to 32 that
+// holds a row of D; longer rows are not cached).
+static int spec_lanes(Dispatch* out, int count, uint32_t lanes, uint32_t D) {
+  uint32_t nk = 4;
+  while (nk < 32 && uint64_t(nk) * lanes < D) nk *= 2;
   for (int k = 0; k < count; ++k)
-    if (out[k].nspec == 1) out[k].spec[1] = lanes, out[k].nspec = 2;
+    if (out[k].nspec == 1) out[k].spec[1] = lanes, out[k].spec[2] = nk, out[k].nspec = 3;
   return count;
 }
 
@@ -60,13 +64,13 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
       if (!grid2(pass == 2 ? rows : rows * uint64_t(parts), lim, d)) return why = "too many groups", -1;
       put(d, p);
     }
-    return spec_lanes(out, spec_dtypes(out, 3, lim, p.dtypes), 128);
+    return spec_lanes(out, spec_dtypes(out, 3, lim, p.dtypes), 128, 32 * 128);
   }
   p.lanes = softmax_lanes(p.D);
   const uint64_t per_group = 128 / p.lanes;
   if (!grid2((rows + per_group - 1) / per_group, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  return spec_lanes(out, spec_dtypes(out, 1, lim, p.dtypes), p.lanes);
+  return spec_lanes(out, spec_dtypes(out, 1, lim, p.dtypes), p.lanes, p.D);
 }
 
 
