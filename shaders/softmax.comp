@@ -57,7 +57,7 @@ T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
 
 // Element d = lane + lanes k (k < NC) of the row: cached rows hold it at c[k].
 #define NC 32
-const uint NK = SPEC ? min(SPEC_NK, NC) : NC;  // the cache's elements a lane
+const uint NK = SPEC && SPEC_NK < NC ? SPEC_NK : NC;  // the cache's elements a lane
 void load_row(uint64_t b, int64_t step, uint dt, uint lane, uint hi, out T c[NC]) {
   [[unroll]] for (uint k = 0u; k < NK; ++k) {
     uint d = lane + LANES * k;

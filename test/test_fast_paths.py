@@ -352,9 +352,10 @@ def test_dtype_specialized_pipelines_same_bytes(dtype):
     a, b = torch.randn(130, 40, generator=g).to(dtype), torch.randn(40, 70, generator=g).to(dtype)
     ka, kb = torch.randn(8, 2304, generator=g).to(dtype), torch.randn(2304, 8, generator=g).to(dtype)
     v = torch.randn(40, generator=g).to(dtype)
+    xl = torch.randn(3, 1500, generator=g).to(dtype)  # softmax: 128 lanes with a cache of 16 (constant 3)
     fns = {"sum rows": lambda: x.to(DEV).sum(-1), "sum cols": lambda: x.to(DEV).sum(0), "amax": lambda: x.to(DEV).amax(-1),
            "mean all": lambda: x.to(DEV).mean(), "softmax": lambda: x.to(DEV).softmax(-1),
-           "log_softmax cols": lambda: x.to(DEV).log_softmax(0),
+           "log_softmax cols": lambda: x.to(DEV).log_softmax(0), "softmax long rows": lambda: xl.to(DEV).softmax(-1),
            "softmax backward": lambda: torch.ops.aten._softmax_backward_data(x.to(DEV), x.to(DEV).softmax(-1), -1, dtype),
            "mm large": lambda: a.to(DEV) @ b.to(DEV), "mm small": lambda: a[:20].to(DEV) @ b.to(DEV),
            "mm split K": lambda: ka.to(DEV) @ kb.to(DEV), "mv": lambda: a.to(DEV) @ v.to(DEV),

@@ -146,6 +146,38 @@ def test_long_k_few_outputs_splits():
     assert torch.equal(got, (a @ b).cpu())
 
 
+_SPLIT_CHILD = """
+import sys, torch, vkml_torch
+sys.path.insert(0, {here!r})
+import helpers
+g = torch.Generator().manual_seed(5)
+a, b = torch.randn(256, 2048, generator=g), torch.randn(2048, 128, generator=g)
+va, vb = a.to("vkml"), b.to("vkml")
+torch.vkml.synchronize()
+with vkml_torch.profile() as p:
+    got = (va @ vb).cpu()
+helpers.assert_close_row(helpers.row("mm"), got, (a.double() @ b.double()).float(),
+                         a.double().abs() @ b.double().abs(), n=2048)
+print("gemm dispatches", len([k for k in p.kernels if "gemm" in k[0]]))
+"""
+
+
+@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
+@pytest.mark.parametrize("groups,dispatches", [(None, 2), ("1", 1), ("4", 1), ("5", 2)])
+def test_split_threshold_from_the_environment(groups, dispatches):
+    """256x2048 @ 2048x128 is 4 tiles of 128x64: by default (128) K splits and a second dispatch
+    sums the chunks; VKML_GEMM_SPLIT_GROUPS=N splits only products of fewer than N tiles. Each
+    result is checked against float64."""
+    env = dict(os.environ)
+    env.pop("VKML_GEMM_SPLIT_GROUPS", None)
+    if groups:
+        env["VKML_GEMM_SPLIT_GROUPS"] = groups
+    p = subprocess.run([sys.executable, "-c", _SPLIT_CHILD.format(here=HERE)], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"gemm dispatches {dispatches}" in p.stdout, p.stdout
+
+
 @pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
 def test_batched_long_k_gemv_splits():
     """bmm of [3, 1, 4096] @ [3, 4096, 2] (b a transposed view): the gemv pipeline with K in 8

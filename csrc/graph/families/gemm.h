@@ -46,7 +46,9 @@ inline int64_t gemm_parts(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t m
   const int64_t per_group = pipe == GemmPipe::gemv ? 32 : pipe == GemmPipe::small ? 1024 : 8192;
   const int64_t groups = std::max<int64_t>(1, (B * M * N + per_group - 1) / per_group);
   int64_t p = 1;
-  if (K >= 2048 && groups < 128) p = std::min<int64_t>({32, K / 512, (256 + groups - 1) / groups});
+  // (VKML_GEMM_SPLIT_GROUPS, 128 by default: the tile count below which K splits, towards twice it)
+  const int64_t few = env().gemm_split_groups;
+  if (K >= 2048 && groups < few) p = std::min<int64_t>({32, K / 512, (2 * few + groups - 1) / groups});
   // gemv: one output per 4 (columns) or 32 (dot) invocations, so m = 1 against a [16384, 4096]
   // matrix was 128 groups of 4,096 steps each (H200: 161 GB/s); aim for 1,024 groups
   if (pipe == GemmPipe::gemv && K >= 2048 && groups < 1024)
