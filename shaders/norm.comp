@@ -29,6 +29,13 @@ uint h_S, h_G;
 // driver folds the dtype switches of their loads and stores; unset (CPU devices,
 // VKML_SPECIALIZE=0), and for slots 8-9, the parameter block's.
 layout(constant_id = 1) const uint SPEC_DTYPES = 0xffffffffu;
+// Constants 2 and 3, set with constant 1 (lower_norm.cpp): the trips of a group the forward's
+// register cache holds (1, 2, 4 or 8: what holds a group of the dispatch) and the pairwise
+// counter's levels (enough for the most terms an invocation pushes). Sized to the dispatch, the
+// unused registers go; a row of 512 (a transformer's layer norm) needed the registers of 4,096
+// and of 2^20 terms. The sums are the same either way (same order), so the same bytes.
+layout(constant_id = 2) const uint SPEC_CACHE_TRIPS = 8u;
+layout(constant_id = 3) const uint SPEC_LEVELS = 20u;
 uint dt_of(uint k) { return SPEC_DTYPES != 0xffffffffu && k < 8u ? (SPEC_DTYPES >> (4u * k)) & 15u : p.dt[k]; }
 bool per_channel;
 uint K;  // channels per group (per-sample mode)
@@ -38,12 +45,13 @@ uint K;  // channels per group (per-sample mode)
 // so the total is a pairwise sum of depth <= log2(count) + 1. Straight-line code (unrolled),
 // so the partials stay in registers. The lowering keeps each invocation under 2^kLevels terms.
 const uint kLevels = 20u;
+const uint kLv = SPEC_LEVELS < kLevels ? SPEC_LEVELS : kLevels;  // the levels used (constant 3)
 T pa[kLevels], pb[kLevels];
 uint pn;
 
 void acc_push(T a, T b) {
   bool placed = false;
-  [[unroll]] for (uint l = 0u; l < kLevels; ++l) {
+  [[unroll]] for (uint l = 0u; l < kLv; ++l) {
     if (!placed) {
       if ((pn & (1u << l)) != 0u) { a = pa[l] + a; b = pb[l] + b; }
       else { pa[l] = a; pb[l] = b; placed = true; }
@@ -58,7 +66,7 @@ shared T s_a[128], s_b[128];
 void acc_total(out T a, out T b) {
   a = T(0);
   b = T(0);
-  [[unroll]] for (uint l = 0u; l < kLevels; ++l)
+  [[unroll]] for (uint l = 0u; l < kLv; ++l)
     if ((pn & (1u << l)) != 0u) { a = a + pa[l]; b = b + pb[l]; }
   s_a[tid] = a;
   s_b[tid] = b;
@@ -122,6 +130,7 @@ void push_trip(uint nv) {
 
 // ---- forward ----------------------------------------------------------------------------------
 const uint kCacheTrips = 8u;  // groups of up to 8 trips (4,096 elements) are read once
+const uint kCt = SPEC_CACHE_TRIPS < kCacheTrips ? SPEC_CACHE_TRIPS : kCacheTrips;  // constant 2
 T xc[kCacheTrips * kUnroll];
 bool cached = false;
 
@@ -153,15 +162,15 @@ void forward(uint g, uint R) {
     // Only in the dtype-specialized pipeline (GPUs, SPEC_DTYPES set): unspecialized, each of the
     // 32 unrolled loads and stores is a switch over every dtype, and lavapipe took 61 s to compile
     // the shader (3.5 s without the cached path).
-    cached = SPEC_DTYPES != 0xffffffffu && R <= kCacheTrips * 128u * kUnroll;
+    cached = SPEC_DTYPES != 0xffffffffu && R <= kCt * 128u * kUnroll;
     pn = 0u;
     if (cached) {
-      [[unroll]] for (uint i = 0u; i < kCacheTrips * kUnroll; ++i) {
+      [[unroll]] for (uint i = 0u; i < kCt * kUnroll; ++i) {
         uint r = (i / kUnroll) * 128u * kUnroll + (i % kUnroll) * 128u + tid;
         xc[i] = T(0);
         if (r < R) { locate(g, r, a, c, s); xc[i] = ld3(X, a, c, s); }
       }
-      [[unroll]] for (uint t = 0u; t < kCacheTrips; ++t) {
+      [[unroll]] for (uint t = 0u; t < kCt; ++t) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u)
           if (t * 128u * kUnroll + u * 128u + tid < R) { q_a[u] = xc[t * kUnroll + u]; q_b[u] = T(0); ++nv; }
@@ -182,7 +191,7 @@ void forward(uint g, uint R) {
     const T m0 = s1 / T(R);
     pn = 0u;
     if (cached) {
-      [[unroll]] for (uint t = 0u; t < kCacheTrips; ++t) {
+      [[unroll]] for (uint t = 0u; t < kCt; ++t) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u)
           if (t * 128u * kUnroll + u * 128u + tid < R) {
@@ -239,7 +248,7 @@ void forward(uint g, uint R) {
   const T wc = per_channel ? ld1_or(W, g, T(1)) : T(1), bc = per_channel ? ld1_or(B, g, T(0)) : T(0);
   const bool folded = !per_channel && (p.flags & NORM_LAYER) == 0u;
   if (cached) {
-    [[unroll]] for (uint i = 0u; i < kCacheTrips * kUnroll; ++i) {
+    [[unroll]] for (uint i = 0u; i < kCt * kUnroll; ++i) {
       uint r = (i / kUnroll) * 128u * kUnroll + (i % kUnroll) * 128u + tid;
       if (r < R) {
         locate(g, r, a, c, s);

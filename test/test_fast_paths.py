@@ -373,6 +373,9 @@ def test_dtype_specialized_pipelines_same_bytes(dtype):
         return torch.cat([y.detach().reshape(-1), t.grad.reshape(-1)] + [q.grad.reshape(-1) for q in ps])
 
     fns["layer_norm"] = lambda: norm_grads(lambda t, a, b: F.layer_norm(t, (67,), a, b), x, w, bias)
+    # rows of 1,500: a cache of 4 trips and 5 counter levels (norm.comp's constants 2 and 3)
+    wl, bl = torch.randn(1500, generator=g).to(dtype), torch.randn(1500, generator=g).to(dtype)
+    fns["layer_norm long rows"] = lambda: norm_grads(lambda t, a, b: F.layer_norm(t, (1500,), a, b), xl, wl, bl)
     if dtype in (torch.float16, torch.bfloat16):  # float parameters: torch's mixed layer norm
         fns["layer_norm mixed"] = lambda: F.layer_norm(x.to(DEV), (67,), w.float().to(DEV), None)
     fns["group_norm"] = lambda: norm_grads(lambda t, a, b: F.group_norm(t, 3, a, b), img, w[:6], bias[:6])

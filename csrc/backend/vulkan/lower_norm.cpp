@@ -1,6 +1,7 @@
 // The norm family -> shaders/norm.comp: one workgroup per statistics group (dispatch 0), and for
 // the per-sample backward a second dispatch with one workgroup per channel for dw / db. The
 // operands' addresses, strides and dtypes go in a parameter block (shaders/norm.h).
+#include <algorithm>
 #include <cstddef>
 #include <string>
 
@@ -102,7 +103,24 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     if (p.dt[k] > 15u) return count;  // no 4-bit code: the generic pipeline
     dtypes |= p.dt[k] << (4 * k);
   }
-  return spec_dtypes(out, count, lim, dtypes);
+  spec_dtypes(out, count, lim, dtypes);
+  // Constants 2 and 3 beside it: the forward's cache trips (the power of two from 1 to 8 that
+  // holds a group of R; larger groups are not cached) and the counter's levels, one more than the
+  // bits of the most terms an invocation pushes (any path pushes at most one per element it
+  // visits, ceil(R / 128), e.g. group norm's torch-order dx and dw).
+  for (int k = 0; k < count; ++k) {
+    if (out[k].nspec != 1) continue;
+    const uint64_t R = out[k].opcode == OP_NORM_BWD_AFFINE || a.per_channel ? uint64_t(p.A) * p.S
+                                                                           : uint64_t(p.C / p.G) * p.S;
+    uint32_t trips = 1;
+    while (trips < 8 && uint64_t(trips) * 512 < R) trips *= 2;
+    uint32_t levels = 1;
+    for (uint64_t pushes = (R + 127) / 128; pushes; pushes >>= 1) ++levels;
+    out[k].spec[1] = trips;
+    out[k].spec[2] = std::min<uint32_t>(levels, 20);
+    out[k].nspec = 3;
+  }
+  return count;
 }
 
 }  // namespace vkml::vk
