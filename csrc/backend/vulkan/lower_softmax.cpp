@@ -8,8 +8,8 @@
 namespace vkml::vk {
 
 // Invocations per row: about 4 elements each, a power of two from 1 to 128. A row of 128 (an
-// attention row) takes 32, so a workgroup does 4 rows; the shader's register cache holds
-// lanes * 32 elements, so every row up to 4,096 is read once.
+// attention row) takes 32, so a workgroup does 4 rows; the shader's register cache holds up to
+// 32 elements a lane, so every row up to 4,096 is read once.
 static uint32_t softmax_lanes(uint32_t D) {
   uint32_t lanes = 1;
   while (lanes < 128 && uint64_t(lanes) * 4 < D) lanes *= 2;
