@@ -500,8 +500,13 @@ Result<void> fuse(Graph& g, const Limits& lim) {
   std::vector<bool> done(n), taken(n);
   std::vector<uint64_t> no_hide;  // blocks whose views could not stay in registers in this group
   size_t hid_done = 0, hid_failed = 0;  // groups made with views in registers, and attempts refused
-  std::vector<Node> out(g.nodes.begin(), g.nodes.begin() + ptrdiff_t(i));
+  // The planned batch is built in a buffer kept from flush to flush and swapped with the graph's:
+  // both keep the capacity of the largest batch, so neither is allocated (2 KB a node, fresh pages
+  // to fault in) and regrown by recording at every flush.
+  static thread_local std::vector<Node> out;
+  out.clear();
   out.reserve(n);
+  out.insert(out.end(), g.nodes.begin(), g.nodes.begin() + ptrdiff_t(i));
   for (; i < n; ++i) {
     if (done[i]) continue;
     if (!fusable(g.nodes[i], lim)) {
@@ -544,6 +549,7 @@ Result<void> fuse(Graph& g, const Limits& lim) {
     out.push_back(fused);
   }
   g.nodes.swap(out);
+  out.clear();  // the batch as recorded (fused nodes hold their programs; nothing else refers to these)
   return {};
 }
 
