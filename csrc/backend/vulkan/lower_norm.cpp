@@ -2,6 +2,7 @@
 // the per-sample backward a second dispatch with one workgroup per channel for dw / db. The
 // operands' addresses, strides and dtypes go in a parameter block (shaders/norm.h).
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <string>
 
@@ -112,12 +113,8 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     if (out[k].nspec != 1) continue;
     const uint64_t R = out[k].opcode == OP_NORM_BWD_AFFINE || a.per_channel ? uint64_t(p.A) * p.S
                                                                            : uint64_t(p.C / p.G) * p.S;
-    uint32_t trips = 1;
-    while (trips < 8 && uint64_t(trips) * 512 < R) trips *= 2;
-    uint32_t levels = 1;
-    for (uint64_t pushes = (R + 127) / 128; pushes; pushes >>= 1) ++levels;
-    out[k].spec[1] = trips;
-    out[k].spec[2] = std::min<uint32_t>(levels, 20);
+    out[k].spec[1] = uint32_t(std::min<uint64_t>(8, std::bit_ceil((R + 511) / 512)));
+    out[k].spec[2] = std::min(uint32_t(std::bit_width((R + 127) / 128)) + 1, 20u);
     out[k].nspec = 3;
   }
   return count;

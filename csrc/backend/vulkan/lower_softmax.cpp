@@ -1,5 +1,7 @@
 // The softmax family -> shaders/softmax.comp: rows of an [outer, D, inner] view, each on `lanes`
 // invocations of a 128-wide workgroup.
+#include <algorithm>
+#include <bit>
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -10,18 +12,13 @@ namespace vkml::vk {
 // Invocations per row: about 4 elements each, a power of two from 1 to 128. A row of 128 (an
 // attention row) takes 32, so a workgroup does 4 rows; the shader's register cache holds up to
 // 32 elements a lane, so every row up to 4,096 is read once.
-static uint32_t softmax_lanes(uint32_t D) {
-  uint32_t lanes = 1;
-  while (lanes < 128 && uint64_t(lanes) * 4 < D) lanes *= 2;
-  return lanes;
-}
+static uint32_t softmax_lanes(uint32_t D) { return std::min<uint32_t>(128, std::bit_ceil((D + 3) / 4)); }
 
 // softmax.comp's specialization constants 2 and 3, beside the dtypes (constant 1) where those are
 // set: the lanes, and the register cache's elements per lane (the power of two from 4 to 32 that
 // holds a row of D; longer rows are not cached).
 static int spec_lanes(Dispatch* out, int count, uint32_t lanes, uint32_t D) {
-  uint32_t nk = 4;
-  while (nk < 32 && uint64_t(nk) * lanes < D) nk *= 2;
+  const uint32_t nk = std::clamp<uint32_t>(std::bit_ceil((D + lanes - 1) / lanes), 4, 32);
   for (int k = 0; k < count; ++k)
     if (out[k].nspec == 1) out[k].spec[1] = lanes, out[k].spec[2] = nk, out[k].nspec = 3;
   return count;
@@ -64,7 +61,7 @@ int lower_softmax(const Node& n, const Limits& lim, Dispatch* out, std::string& 
       if (!grid2(pass == 2 ? rows : rows * uint64_t(parts), lim, d)) return why = "too many groups", -1;
       put(d, p);
     }
-    return spec_lanes(out, spec_dtypes(out, 3, lim, p.dtypes), 128, 32 * 128);
+    return spec_lanes(out, spec_dtypes(out, 3, lim, p.dtypes), 128, p.D);
   }
   p.lanes = softmax_lanes(p.D);
   const uint64_t per_group = 128 / p.lanes;
