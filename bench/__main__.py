@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -77,6 +78,8 @@ def parse_args(argv):
                     help="instead of the table: run the matching cases on vkml under vkml_torch.profile() "
                          "and print the profiler's table (e.g. --profile MLP)")
     ap.add_argument("--steps", type=int, default=5, help="steps profiled per case with --profile (after warm-up)")
+    ap.add_argument("--warm", type=float, default=1.0,
+                    help="with --profile: seconds of steps after the first, before profiling (GPU clocks ramp up)")
     ap.add_argument("--trace", default=os.path.join(ROOT, "build", "profile.json"),
                     help="with --profile: the Chrome trace of the last case goes here")
     ap.add_argument("--verbose", "-v", action="store_true", help="print each figure as it is measured")
@@ -91,9 +94,16 @@ def profile_cases(cases, vk, args):
         vk.set_fuse(on and c.fuse)  # the unfused twin of a case runs unfused here too
         try:
             step = c.build(dev)
-            for _ in range(3):  # the first step creates the pipelines
-                step()
+            # The first steps create the pipelines; then steps for a second, so that the GPU's
+            # clocks have come up (bench/timing.py measure says why).
+            step()
             sync()
+            t0, done = time.perf_counter(), 1
+            while done < 3 or time.perf_counter() - t0 < args.warm:
+                out = step()
+                sync()
+                del out
+                done += 1
             with vk.profile() as p:
                 for _ in range(args.steps):
                     out = step()  # held until the synchronize (bench/timing.py measure says why)
