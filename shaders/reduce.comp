@@ -1,6 +1,7 @@
 // variants: f32 f64 i64
 // out[k] = REDUCE over r of in[k, r]. One workgroup per output with a fixed-order tree; when the
-// grid has fewer groups than outputs (lower's choice for short rows) one invocation per output.
+// grid has fewer groups than outputs (lower's choice for short rows) one invocation per output;
+// in column mode (pc.rows != 0, a strided reduced dim) one invocation per output and chunk.
 #version 460
 #define PC_REDUCE
 #extension GL_EXT_control_flow_attributes : require
@@ -127,6 +128,37 @@ void combine_partials(uint64_t k) {
   if (tid == 0u) finish(uint(k), s_val[0], s_idx[0]);
 }
 
+// Column mode, pass 1: invocation tid of group (tile, chunk) folds output k = 128 tile + tid over
+// the reduced indices chunk * rows .. + rows - 1, in order; neighbouring invocations read
+// neighbouring outputs, which are adjacent in memory (the kept dims' innermost stride is 1).
+void fold_column() {
+  uint tiles = (pc.n_out + 127u) / 128u;
+  uint64_t g = group_index();
+  uint chunk = uint(g / uint64_t(tiles));
+  uint k = uint(g % uint64_t(tiles)) * 128u + gl_LocalInvocationID.x;
+  if (chunk >= pc.parts || k >= pc.n_out) return;
+  uint dti = (DTYPES >> 8) & 0xffu;
+  int64_t esz = int64_t(dsize(dti));
+  uint64_t base = pc.src + uint64_t(kept_offset(k) * esz);
+  uint lo = chunk * pc.rows, hi = min(pc.n_red - lo, pc.rows) + lo;  // lo < n_red (reduce.h)
+  bool one = ((pc.ndims >> 8) & 0xffu) == 1u;  // one reduced dim: no index arithmetic
+  int64_t rstep = int64_t(pc.rstride[0]) * esz;
+  T acc = identity();
+  uint idx = 0xffffffffu;
+  for (uint r0 = lo; r0 < hi; r0 += kUnroll) {
+    [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+      uint r = r0 + u;
+      if (r < hi) {
+        int64_t off = one ? int64_t(r) * rstep : red_offset(r) * esz;
+        combine(acc, idx, load_T(base + uint64_t(off), dti), r);
+      }
+    }
+  }
+  uint64_t j = uint64_t(k) * uint64_t(pc.parts) + chunk;
+  store_T(partial_val(j), DT_PARTIAL, acc);
+  st_word(partial_idx(j), idx);
+}
+
 void main() {
   uint dti = (DTYPES >> 8) & 0xffu;
   uint64_t esz = uint64_t(dsize(dti));
@@ -145,6 +177,10 @@ void main() {
     for (uint r = 0u; r < pc.n_red; ++r)
       combine(acc, idx, load_T(base + uint64_t(red_offset(r) * int64_t(esz)), dti), r);
     finish(uint(k), acc, idx);
+    return;
+  }
+  if (pc.rows != 0u) {  // column mode, pass 1 (reduce.h)
+    fold_column();
     return;
   }
   // one workgroup per output (pass 0) or per chunk of an output's row (pass 1)

@@ -183,6 +183,64 @@ def test_reduction_paths_agree(dtype, op):
         _same_bytes(results, f"{op} {dtype} n={n}")
 
 
+# Column mode (graph/families/reduce.h): when the reduced dims' innermost is strided and the kept
+# dims' innermost dense (x.sum(0): every bias gradient), each invocation folds one output over a
+# chunk of rows and neighbours read neighbouring addresses; a second pass folds the chunks in order.
+# Lengths around its chunking: 33 (one chunk, one pass), 64 and 65 (one chunk of 64; two), 1000,
+# 16385 (past 256 chunks of 64: longer chunks), 70001 (past kReduceChunk); outputs 2, 3, 5 and
+# 130 (two groups of 128 outputs).
+COL_SIZES = [(33, 3), (64, 130), (65, 2), (1000, 130), (16385, 5), (70001, 3)]
+
+
+def _columns(n, k, dtype):
+    """[n, k]: column j holds _values(n), with NaN, infinities and -0 in the odd columns; column 0
+    has its maximum and minimum twice, in different chunks (the first index must win)."""
+    x = torch.stack([_values(n, dtype, special=(j % 2 == 1)) for j in range(k)], 1)
+    x[n // 3, 0], x[n - 2, 0] = x[:, 0].max(), x[:, 0].max()
+    x[n // 5, 0], x[n - 3, 0] = x[:, 0].min(), x[:, 0].min()
+    return x
+
+
+@pytest.mark.parametrize("dtype,op", [pytest.param(d, o, id=f"{o}-{d}") for o in ["sum", "mean", "amax", "argmax", "argmin"]
+                                      for d in FLOAT_DTYPES + INT_DTYPES if o != "mean" or d.is_floating_point])
+def test_column_reductions(dtype, op):
+    """x.op(0) in column mode against torch CPU, and against the same values laid out as rows
+    (x.t().contiguous(): the row path); twice the same bytes."""
+    fn = {"sum": lambda t: t.sum(0), "mean": lambda t: t.mean(0), "amax": lambda t: t.amax(0),
+          "argmax": lambda t: t.argmax(0), "argmin": lambda t: t.argmin(0)}[op]
+    for n, k in COL_SIZES:
+        x = _columns(n, k, dtype)
+        ref, scale = fn(x), None
+        if op in ("sum", "mean") and dtype.is_floating_point:
+            scale = x.double().abs().nan_to_num(posinf=0, neginf=0).sum(0) / (n if op == "mean" else 1)
+            ref = fn(x.double()).to(ref.dtype)
+        rows = x.t().contiguous().to(DEV).t()
+        assert rows.stride() == (1, n)
+        cols = fn(x.to(DEV)).cpu()
+        assert_close_row(row(op), cols, ref, scale, n, what=f"{op} [{n}, {k}] columns")
+        assert_close_row(row(op), fn(rows).cpu(), ref, scale, n, what=f"{op} [{n}, {k}] rows")
+        _same_bytes({"columns": cols, "columns again": fn(x.to(DEV)).cpu()}, f"{op} {dtype} [{n}, {k}]")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_column_reductions_over_several_dims(dtype):
+    """Column mode with reduced and kept dims that do not merge (index arithmetic per element):
+    over dims 0 and 1 of every other [., 7, 40] slab, and over dim 0 of [300, 6, 2 * 9][..., :9]."""
+    x = _values(600 * 7 * 40, dtype, special=False).reshape(600, 7, 40)
+    y = _values(300 * 6 * 18, dtype, special=False).reshape(300, 6, 18)
+    cases = {"dims 0, 1": (x, lambda t: t[::2].sum((0, 1)), 300 * 7),
+             "dim 0, kept dims strided": (y, lambda t: t[..., :9].sum(0), 300),
+             "amax dims 0, 1": (x, lambda t: t[::2].amax((0, 1)), 300 * 7),
+             "argmax dim 0": (y, lambda t: t[..., :9].argmax(0), 300)}
+    for what, (t, f, n) in cases.items():
+        ref = f(t)
+        op = "argmax" if "argmax" in what else "amax" if "amax" in what else "sum"
+        scale = f(t.double().abs()) if op == "sum" and dtype.is_floating_point else None
+        if scale is not None:
+            ref = f(t.double()).to(dtype)
+        assert_close_row(row(op), f(t.to(DEV)).cpu(), ref, scale, n, what=f"{what} {dtype}")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64, torch.int32], ids=str)
 def test_full_reduction_paths_agree(dtype):
     for n in (5, 4099, 200003):

@@ -83,14 +83,6 @@ void run(OpId id, const at::Tensor& self, const std::vector<bool>& red, const at
     n.reduction = std::max<int64_t>(1, self.numel() / std::max<int64_t>(1, result.numel()));
     ReduceArgs args;
     args.kept = int(k.sizes.size());
-    // long rows: partials in scratch (freed at once: later nodes run after this one)
-    const int64_t scratch_bytes = reduce_partial_bytes(result.numel(), self.numel() / result.numel());
-    at::Tensor scratch;
-    if (scratch_bytes) {
-      scratch = at::empty({scratch_bytes}, self.options().dtype(c10::ScalarType::Byte));
-      args.partials = addr_of(scratch);
-    }
-    n.args = args;
     TensorDesc& o = n.t[ReduceArgs::out];
     o.addr = addr_of(dest.t());
     o.dtype = to_dtype(result.scalar_type(), info.name);
@@ -113,6 +105,14 @@ void run(OpId id, const at::Tensor& self, const std::vector<bool>& red, const at
       t.sizes[o.ndim] = 0;
       t.strides[o.ndim] = 1;
     }
+    // long or strided rows: partials in scratch (freed at once: later nodes run after this one)
+    const int64_t scratch_bytes = reduce_partial_bytes(t, args.kept);
+    at::Tensor scratch;
+    if (scratch_bytes) {
+      scratch = at::empty({scratch_bytes}, self.options().dtype(c10::ScalarType::Byte));
+      args.partials = addr_of(scratch);
+    }
+    n.args = args;
     record(n);
   }
   dest.finish();

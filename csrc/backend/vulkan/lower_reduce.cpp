@@ -5,9 +5,6 @@
 #include "params.h"
 
 namespace vkml::vk {
-namespace {
-constexpr uint32_t kShortRow = 32;  // rows this short get one invocation per output
-}  // namespace
 
 int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& why) {
   if (!set_shader(out[0], "reduce", compute_of(n.compute), lim, why)) return -1;
@@ -50,22 +47,28 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   bool dense = nr == 1 && rst[0][0] == 1 && in.addr % align == 0;
   for (int d = 0; d < nk && dense; ++d) dense = (uint64_t(kst[0][d]) * esz) % align == 0;
   p.flags = dense ? REDUCE_DENSE : 0u;
-  const int64_t parts = reduce_parts(n_red);
-  if (parts > 1) {  // two passes: chunks to partials, then partials to out (reduce.h)
+  const ReduceSplit split = reduce_split(in, kept);
+  if (split.parts > 1) {  // two passes: chunks to partials, then partials to out (reduce.h)
     const uint64_t partials = n.as<ReduceArgs>().partials;
-    if (!partials) return why = "a reduction over more than " + std::to_string(kReduceChunk) + " elements needs its scratch", -1;
+    if (!partials) return why = "a reduction in two passes needs its scratch", -1;
     p.partials = partials;
-    p.parts = uint32_t(parts);
+    p.parts = uint32_t(split.parts);
+    p.rows = uint32_t(split.rows);
     p.pass = 1;
-    if (!grid2(uint64_t(n_out) * uint64_t(parts), lim, out[0])) return why = "too many groups", -1;
+    // column mode: a group per 128 outputs and chunk; row mode: a group per output and chunk
+    const uint64_t firsts = split.rows ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
+    if (!grid2(firsts * uint64_t(split.parts), lim, out[0])) return why = "too many groups", -1;
     put(out[0], p);
     p.pass = 2;
+    p.rows = 0;
     if (!grid2(uint64_t(n_out), lim, out[1])) return why = "too many groups", -1;
     put(out[1], p);
     return spec_dtypes(out, 2, lim, p.dtypes);
   }
-  // The shader runs one invocation per output exactly when the grid has fewer groups than outputs.
-  uint64_t groups = n_red <= kShortRow && n_out > 1 ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
+  // The shader runs one invocation per output exactly when the grid has fewer groups than outputs:
+  // for short rows, and for strided ones short enough for one chunk (column mode, one pass).
+  const bool per_output = (n_red <= kShortRow || split.rows) && n_out > 1;
+  uint64_t groups = per_output ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
   return spec_dtypes(out, 1, lim, p.dtypes);
