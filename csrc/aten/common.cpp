@@ -11,7 +11,10 @@ static_assert(int(c10::ScalarType::Byte) == int(DType::u8) && int(c10::ScalarTyp
               int(c10::ScalarType::Bool) == int(DType::b8) && int(c10::ScalarType::BFloat16) == int(DType::bf16),
               "DType codes must equal c10::ScalarType's");
 
-Device& device() { return device(-1); }
+Device& device() {
+  if (Device* d = Device::get()) return *d;  // the common case: the thread's device, remembered
+  return device(-1);                          // raises why there is none
+}
 
 Device& device(int index) {
   if (index < 0) index = Device::current();
@@ -34,17 +37,17 @@ void raise(const Error& e) {
   }
 }
 
-DType to_dtype(c10::ScalarType t, const char* op) {
-  switch (t) {
-    case c10::ScalarType::Byte: case c10::ScalarType::Char: case c10::ScalarType::Short:
-    case c10::ScalarType::Int: case c10::ScalarType::Long: case c10::ScalarType::Half:
-    case c10::ScalarType::Float: case c10::ScalarType::Double: case c10::ScalarType::Bool:
-    case c10::ScalarType::BFloat16:
-      return DType(int(t));
-    default:
-      TORCH_CHECK_TYPE(false, "vkml: ", op, " does not support dtype ", c10::toString(t),
-                       c10::isComplexType(t) ? " (complex dtypes are not supported on vkml)" : "");
-  }
+// The inline to_dtype (common.h) maps a ScalarType with a bit in kToDtype to the DType of the same
+// code: those bits must be exactly DType's codes.
+constexpr uint64_t bit_of(DType t) { return uint64_t(1) << unsigned(t); }
+static_assert(kToDtype == (bit_of(DType::u8) | bit_of(DType::i8) | bit_of(DType::i16) | bit_of(DType::i32) |
+                           bit_of(DType::i64) | bit_of(DType::f16) | bit_of(DType::f32) | bit_of(DType::f64) |
+                           bit_of(DType::b8) | bit_of(DType::bf16)),
+              "kToDtype must hold exactly DType's codes");
+
+void unsupported_dtype(c10::ScalarType t, const char* op) {
+  TORCH_CHECK_TYPE(false, "vkml: ", op, " does not support dtype ", c10::toString(t),
+                   c10::isComplexType(t) ? " (complex dtypes are not supported on vkml)" : "");
 }
 
 c10::ScalarType to_scalar_type(DType t) { return c10::ScalarType(int(t)); }

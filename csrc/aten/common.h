@@ -28,7 +28,20 @@ inline void check(const Result<void>& r) {
   if (!r.ok()) raise(r.error());
 }
 
-DType to_dtype(c10::ScalarType t, const char* op);  // errors (naming op) for complex and others
+// The DType of t, else an error naming op (complex and the rest). Every operand of every op passes
+// here, so the mapping is inline: DType codes equal c10::ScalarType's (static_assert in common.cpp),
+// and kToDtype has a bit for each one DType has.
+constexpr uint64_t dtype_bit(c10::ScalarType t) { return uint64_t(1) << unsigned(t); }
+constexpr uint64_t kToDtype = dtype_bit(c10::ScalarType::Byte) | dtype_bit(c10::ScalarType::Char) |
+                              dtype_bit(c10::ScalarType::Short) | dtype_bit(c10::ScalarType::Int) |
+                              dtype_bit(c10::ScalarType::Long) | dtype_bit(c10::ScalarType::Half) |
+                              dtype_bit(c10::ScalarType::Float) | dtype_bit(c10::ScalarType::Double) |
+                              dtype_bit(c10::ScalarType::Bool) | dtype_bit(c10::ScalarType::BFloat16);
+[[noreturn]] void unsupported_dtype(c10::ScalarType t, const char* op);
+inline DType to_dtype(c10::ScalarType t, const char* op) {
+  if (C10_LIKELY(unsigned(t) < 64 && (kToDtype >> unsigned(t)) & 1)) return DType(int(t));
+  unsupported_dtype(t, op);
+}
 c10::ScalarType to_scalar_type(DType t);
 
 // Raises torch's same-device error for t, a tensor met where a vkml one must be (aten/devices.cpp).

@@ -35,11 +35,12 @@ void put(c10::CachingAllocator::Stat& s, const Counter& c) {
 struct VkmlAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t n) override {
     // On the current device (kernels and factories make their tensors' device current).
-    c10::Device dev(c10::DeviceType::PrivateUse1, c10::DeviceIndex(Device::current()));
+    const int index = Device::current();  // (read once: nothing here changes it)
+    c10::Device dev(c10::DeviceType::PrivateUse1, c10::DeviceIndex(index));
     if (n == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, dev};
     auto r = device().alloc(n);
     if (!r.ok()) raise(r.error());
-    auto* b = new Owned{r.value(), Device::current()};
+    auto* b = new Owned{r.value(), index};
     return {reinterpret_cast<void*>(b->block.addr), b, &delete_block, dev};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }

@@ -19,13 +19,15 @@ void check_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack
 // Makes vkml:index the calling thread's current device for the scope (index < 0: leaves it), as
 // the DeviceGuard of torch's generated wrappers does: a kernel allocates on and runs on the device
 // of its tensors, whatever device the caller has selected.
+// Every op passes here (twice for one that allocates its result): the thread's Current is taken
+// once, for both ends of the scope (a guard never leaves the thread it was made on).
 class OnDevice {
  public:
-  explicit OnDevice(int index) : prev_(Device::current()) {
-    if (index >= 0) Device::set_current(index);
+  explicit OnDevice(int index) : cur_(Device::current_state()), prev_(cur_.index) {
+    if (index >= 0) cur_.set(index);
   }
   explicit OnDevice(const at::TensorBase& t) : OnDevice(index_of(t)) {}
-  ~OnDevice() { Device::set_current(prev_); }
+  ~OnDevice() { cur_.set(prev_); }
   OnDevice(const OnDevice&) = delete;
   OnDevice& operator=(const OnDevice&) = delete;
   // t's vkml device index, or -1 for a tensor of another device (or undefined).
@@ -34,6 +36,7 @@ class OnDevice {
   }
 
  private:
+  Device::Current& cur_;
   int prev_;
 };
 

@@ -123,7 +123,9 @@ void emit_elementwise(OpId id, at::TensorIteratorBase& iter, DType compute, Elem
   const int nt = nin < 0 ? iter.ntensors() : 1 + nin;
   for (int a = 0; a < nt; ++a) {
     dtypes[a] = to_dtype(iter.dtype(a), op_info(id).name);
-    if (a > 0 && iter.is_cpu_scalar(a)) {
+    // (is_cpu_scalar, a call, tests the shape, then the device: the device first, inline, rules out
+    // device operands at once; the same answer)
+    if (a > 0 && iter.device(a).is_cpu() && iter.is_cpu_scalar(a)) {
       if (a == ElementwiseArgs::b) {  // the shader reads it from the push constants
         args.scalar_b = true;
         args.s1 = scalar_operand(id, iter.tensor_base(a), compute);

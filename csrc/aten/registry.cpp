@@ -76,21 +76,24 @@ struct Stacks {
 };
 thread_local Stacks t_stacks;
 
+// Each use of t_stacks is a call (a thread-local of a shared library, initialised on first use):
+// the lease takes it once, for both ends of its scope (it never leaves its thread).
 class StackLease {
  public:
-  StackLease() : nested_(t_stacks.depth >= Stacks::kDepth) {
-    if (!nested_) stack_ = &t_stacks.at[t_stacks.depth++];
+  StackLease() : stacks_(t_stacks), nested_(stacks_.depth >= Stacks::kDepth) {
+    if (!nested_) stack_ = &stacks_.at[stacks_.depth++];
     else stack_ = &own_;
   }
   ~StackLease() {
     stack_->clear();
-    if (!nested_) --t_stacks.depth;
+    if (!nested_) --stacks_.depth;
   }
   StackLease(const StackLease&) = delete;
   StackLease& operator=(const StackLease&) = delete;
   torch::jit::Stack* get() { return stack_; }
 
  private:
+  Stacks& stacks_;
   bool nested_;
   torch::jit::Stack own_;
   torch::jit::Stack* stack_;

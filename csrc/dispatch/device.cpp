@@ -46,7 +46,7 @@ struct Slots {
   std::string why;
 };
 
-thread_local int t_current = 0;  // as CUDA's current device: per thread
+thread_local Device::Current t_current;  // as CUDA's current device: per thread
 
 // Fork: set in the child when the parent had started Vulkan (pthread_atfork runs for os.fork too).
 std::atomic<bool> g_vulkan_started{false}, g_had_device{false}, g_bad_fork{false};
@@ -101,8 +101,15 @@ Device* Device::get(int index) {
   return s->dev.load();
 }
 
-int Device::current() { return t_current; }
-void Device::set_current(int index) { t_current = index; }
+Device::Current& Device::current_state() { return t_current; }
+
+Device* Device::get() {
+  Current& c = t_current;
+  // A forked child inherits the forking thread's Current, but no usable device (get() is null in a
+  // bad fork): the remembered Device counts only outside one.
+  if (c.dev && !in_bad_fork()) return c.dev;
+  return c.dev = get(c.index);  // null (not open, or a bad fork): found again on the next call
+}
 
 const std::string& Device::why_unavailable(int index) {
   static const std::string none;

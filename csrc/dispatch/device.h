@@ -40,10 +40,24 @@ class Device {
   // devices (each its own Vulkan device and context over the same physical device), for tests.
   // get(i): device i, opened on first use; null when it cannot be (see why_unavailable(i)).
   static Device* get(int index);
-  // The calling thread's current device (torch's current device; 0 until set_current()).
-  static Device* get() { return get(current()); }
-  static int current();
-  static void set_current(int index);  // index must be in [0, device_count())
+  // The calling thread's current device (torch's current device; 0 until set_current()), as
+  // get(current()): null where that is.
+  static Device* get();
+  static int current() { return current_state().index; }
+  static void set_current(int index) { current_state().set(index); }  // index must be in [0, device_count())
+  // The calling thread's current device: its index and, once get() found it open, the Device. Every
+  // op looks its device up (allocation, recording): get() returns the remembered Device instead of
+  // finding it again. Devices are never destroyed, so the pointer cannot dangle; a new index
+  // forgets it. One thread-local access (a call in a shared library): OnDevice keeps the reference
+  // for its scope rather than taking it twice.
+  struct Current {
+    int index = 0;
+    Device* dev = nullptr;  // get(index), once found open
+    void set(int i) {
+      if (i != index) index = i, dev = nullptr;
+    }
+  };
+  static Current& current_state();
   static const std::string& why_unavailable(int index = 0);
   static int device_count();  // never throws; 0 when device 0 cannot be opened
   // The devices opened so far (the switches apply to each).
