@@ -20,10 +20,20 @@ shared T Bs[BK][BN + 1u];
 
 // OP_GEMM_SUM: one invocation per output sums its K chunks in order, then the epilogue.
 void sum_parts() {
-  uint64_t i = global_index();
-  if (i >= uint64_t(pc.batch) * uint64_t(pc.M) * uint64_t(pc.N)) return;
-  uint gn = uint(i % uint64_t(pc.N)), gm = uint((i / uint64_t(pc.N)) % uint64_t(pc.M));
-  uint64_t bt = i / (uint64_t(pc.N) * uint64_t(pc.M));
+  uint64_t i = global_index(), total = uint64_t(pc.batch) * uint64_t(pc.M) * uint64_t(pc.N);
+  if (i >= total) return;
+  uint gn, gm;
+  uint64_t bt;
+  if (total <= 0xffffffffUL) {  // 32-bit index arithmetic (a 64-bit division is a long routine on GPUs)
+    uint j = uint(i), r = j / pc.N;
+    gn = j - r * pc.N;
+    gm = r % pc.M;
+    bt = uint64_t(r / pc.M);
+  } else {
+    gn = uint(i % uint64_t(pc.N));
+    gm = uint((i / uint64_t(pc.N)) % uint64_t(pc.M));
+    bt = i / (uint64_t(pc.N) * uint64_t(pc.M));
+  }
   T acc = T(0);
   uint parts = gemm_parts();
   for (uint p = 0u; p < parts; ++p) acc += load_T(partial_at(bt * uint64_t(parts) + p, gm, gn), DT_PARTIAL);

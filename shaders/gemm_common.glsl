@@ -43,14 +43,15 @@ void store_c(int64_t bt, uint gm, uint gn, T acc) {
   store_T(pc.c + uint64_t(oc * int64_t(dsize(dtc))), dtc, v);
 }
 
-// A split K's partial sums: [batch * parts + chunk][M][N], 8 bytes each.
+// A split K's partial sums: [batch * parts + chunk][M][N] in the compute type (4 bytes each for
+// float32 compute, 8 for float64: graph/families/gemm.h gemm_partial_bytes).
 #if defined(CT_F64)
 #define DT_PARTIAL DT_F64
 #else
 #define DT_PARTIAL DT_F32
 #endif
 uint64_t partial_at(uint64_t z, uint gm, uint gn) {
-  return pc.partials + ((z * uint64_t(pc.M) + uint64_t(gm)) * uint64_t(pc.N) + uint64_t(gn)) * 8UL;
+  return pc.partials + ((z * uint64_t(pc.M) + uint64_t(gm)) * uint64_t(pc.N) + uint64_t(gn)) * uint64_t(dsize(DT_PARTIAL));
 }
 
 // Layer z's result for one output: a partial sum, or C itself when K is not split.

@@ -129,7 +129,8 @@ void gemm(OpId id, Call& c) {
     n.compute = to_dtype(result.scalar_type(), name);
     n.reduction = a2.size(-1);
     GemmArgs args{alpha, beta};
-    const int64_t scratch_bytes = gemm_partial_bytes(B, M, N, a2.size(-1), device().limits().max_loop_trips);
+    const int64_t scratch_bytes = gemm_partial_bytes(B, M, N, a2.size(-1), device().limits().max_loop_trips,
+                                                     n.compute == DType::f64 ? 8 : 4);
     at::Tensor scratch;  // a split K: freed at once (later nodes run after this one)
     if (scratch_bytes) {
       scratch = at::empty({scratch_bytes}, a.options().dtype(c10::ScalarType::Byte));

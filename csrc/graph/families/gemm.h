@@ -58,9 +58,11 @@ inline int64_t gemm_parts(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t m
   return p;
 }
 inline int64_t gemm_chunk(int64_t K, int64_t parts) { return ((K + parts - 1) / parts + 31) / 32 * 32; }
-inline int64_t gemm_partial_bytes(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t max_loop_trips) {
+// psize: a partial's bytes, the compute type's (shaders/gemm_common.glsl partial_at): 8 for float64,
+// 4 for float32 (float16 and bfloat16 operands compute in float32).
+inline int64_t gemm_partial_bytes(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t max_loop_trips, int64_t psize) {
   const int64_t p = gemm_parts(B, M, N, K, max_loop_trips);
-  return p > 1 ? B * M * N * p * 8 : 0;  // one 8-byte value per output and chunk
+  return p > 1 ? B * M * N * p * psize : 0;  // one value per output and chunk
 }
 
 struct GemmArgs {
