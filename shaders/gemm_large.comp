@@ -1,17 +1,11 @@
-// variants: f32 f64 k32_f32
+// variants: f32 f64
 // The large gemm pipeline: a 128x64 output tile per workgroup, register-blocked
-// 8x8 outputs per invocation, BK-deep k slices through shared memory: 16 deep for float32 (12 KiB:
-// fits the 16 KiB floor), 8 for float64; the k32_f32 variant (float32 compute, blob
-// gemm_large_k32_f32) takes 32-deep slices (24 KiB), only where the device has that much
-// (lower_gemm.cpp). Interior tiles of float32, float16 or bfloat16 operands whose rows (or columns) are
+// 8x8 outputs per invocation, BK-deep k slices through shared memory (12 KiB: fits the 16 KiB
+// floor). Interior tiles of float32, float16 or bfloat16 operands whose rows (or columns) are
 // contiguous and aligned for 4 elements (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags) load 4
 // elements at once (16 or 8 bytes); everything else loads element by element with any strides.
-// Each output sums k in order: deterministic, and the same bytes in both float32 variants.
+// Each output sums k in order: deterministic.
 #version 460
-#if defined(CT_K32_F32)  // the 32-deep float32 variant: float32 compute otherwise as CT_F32
-#define CT_F32 1
-#define GEMM_K32 1
-#endif
 #extension GL_EXT_control_flow_attributes : require
 #define PC_GEMM
 #include "common.glsl"
@@ -22,9 +16,6 @@
 #if defined(CT_F64)
 #define BK 8u
 #define V4 dvec4
-#elif defined(GEMM_K32)
-#define BK 32u  // As 16 KiB + Bs 8 KiB
-#define V4 vec4
 #else
 #define BK 16u
 #define V4 vec4
@@ -111,14 +102,7 @@ void main() {
       [[unroll]] for (uint l = 0u; l < BN * BK / 128u; ++l) {
         uint idx = tid + 128u * l, kk = idx / BN, nn = idx % BN;  // n fastest
         uint gk = k0 + kk, gn = n0 + nn;
-#if defined(GEMM_K32)
-        // Past k_hi: zeros, as the 16-deep tile's padding, but -0 in a half-slice where that tile
-        // has no slice: fma(+0, -0, acc) is acc for every acc, where fma(+0, +0, -0) is +0 (a
-        // -0 sum would become +0 where the 16-deep tile keeps it). So the bytes are the same.
-        T w = k0 + (kk & 16u) < k_hi ? T(0) : T(-0.0);
-#else
         T w = T(0);
-#endif
         if (gk < k_hi && gn < pc.N) w = gemm_ld(bbase, int64_t(gk), int64_t(gn), pc.sb[1], pc.sb[2], dtb);
         Bs[kk][nn / 4u][nn % 4u] = w;
       }

@@ -111,110 +111,6 @@ def test_pipeline_forced(pipe):
     assert "cases passed" in p.stdout
 
 
-def bk_child(path):
-    """The large tile's float32-compute products (VKML_GEMM_PIPE=large: every case of _cases in
-    float32, float16 and bfloat16, and some with K not a multiple of 32), each checked against
-    float64 and saved to path with the gemm pipelines it ran, for test_large_tile_depths_same_bytes."""
-    import helpers
-    import vkml_torch
-    assert os.environ.get("VKML_GEMM_PIPE") == "large"
-    row = helpers.row("mm")
-    cases = []
-    for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        g = torch.Generator().manual_seed(0)
-        cases += [(f"{c[0]} {dtype}",) + c[1:] for c in _cases(dtype, g)]
-    g = torch.Generator().manual_seed(7)
-    r = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
-    # k = 48: whole (vector loads) for the 16-deep tile, a padded half slice for the 32-deep one.
-    # Outputs [64:, 35:] sum products that underflow to -0 (-1e-30 * 1e-30): where fma is fused
-    # the 16-deep tile keeps -0 there, and so must the 32-deep one (shaders/gemm_large.comp).
-    a, b = r(130, 48), r(48, 70)
-    a[64:], b[:, 35:] = -1e-30, 1e-30
-    extra = [("k=48, -0 sums", a, b),
-             ("whole tiles k=80", r(256, 80), r(80, 128)),  # 2 whole 32-deep slices, then 16 padded
-             ("both transposed k=100", r(100, 256).t(), r(128, 100).t()),
-             ("stepped a k=45", r(200, 90)[:, ::2], r(45, 100)),
-             ("split k=2100", r(128, 2100), r(2100, 64))]  # 4 chunks of 544, the last one partial
-    cases += [(f"{desc} {torch.float32}", a, b, None, 1, 0, False) for desc, a, b in extra]
-    cases.append((f"bmm 2x150x70 @ 70x90 broadcast {torch.float32}", r(2, 150, 70), r(1, 70, 90).expand(2, 70, 90),
-                  None, 1, 0, True))
-    cases.append((f"addmm k=50 alpha 2 beta 0.5 {torch.float32}", r(128, 50), r(50, 64), r(64), 2, 0.5, False))
-    out, ran = {}, {}
-    for desc, a, b, bias, alpha, beta, batched in cases:
-        torch.vkml.synchronize()
-        with vkml_torch.profile() as p:
-            got = _run(desc, a, b, bias, alpha, beta, batched, "vkml").cpu()
-        ran[desc] = [name for name, *_ in p.kernels if "gemm" in name]
-        a64, b64 = a.double(), b.double()
-        ref = alpha * (a64 @ b64)
-        scale = abs(alpha) * (a64.abs() @ b64.abs())
-        if bias is not None:
-            ref = ref + beta * bias.double()
-            scale = scale + abs(beta) * bias.double().abs()
-        helpers.assert_close_row(row, got, ref.to(a.dtype), scale, n=a.shape[-1], what=desc)
-        out[desc] = got.contiguous()
-    info = vkml_torch._C.device_info(0)
-    torch.save({"shared": info["max_shared_memory"], "out": out, "ran": ran}, path)
-    print(f"bk: {len(cases)} cases passed")
-
-
-def _stems(names):
-    """Profile names ("mm [gemm_large_k32_f32_ieee]") -> blob stems less _ieee ("gemm_large_k32_f32")."""
-    return {n.split("[", 1)[1].rstrip("]").removesuffix("_ieee") for n in names}
-
-
-def test_large_tile_depths_same_bytes(tmp_path):
-    """The large float32 tile takes 32-deep k slices (gemm_large_k32_f32, 24 KiB of shared memory)
-    where the device has the shared memory, unless VKML_GEMM_BK=16; VKML_MIN_SPEC=1's 16 KiB
-    takes the 16-deep one (gemm_large_f32). Each output sums k in the same order in both, so the
-    three children's products (bk_child: checked against float64, with VKML_CHECK=1 against the
-    oracle too) must be the same bytes."""
-    runs = {}
-    for tag, extra in [("default", {}), ("VKML_GEMM_BK=16", {"VKML_GEMM_BK": "16"}),
-                       ("VKML_MIN_SPEC=1", {"VKML_MIN_SPEC": "1"})]:
-        env = dict(os.environ, VKML_GEMM_PIPE="large", VKML_CHECK="1", VKML_MIN_SPEC="0")
-        env.pop("VKML_GEMM_BK", None)
-        env.pop("VKML_GEMM_SPLIT_GROUPS", None)
-        env.update(extra)
-        path = str(tmp_path / f"{len(runs)}.pt")
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "bk", path], cwd=HERE, env=env,
-                           capture_output=True, text=True, timeout=900)
-        assert p.returncode == 0, f"{tag} failed:\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}"
-        runs[tag] = torch.load(path)
-    deep = runs["default"]["shared"] >= 24576
-    assert runs["VKML_MIN_SPEC=1"]["shared"] < 24576
-    want = {"default": "gemm_large_k32_f32" if deep else "gemm_large_f32", "VKML_GEMM_BK=16": "gemm_large_f32",
-            "VKML_MIN_SPEC=1": "gemm_large_f32"}
-    compared = 0
-    for desc, first in runs["default"]["out"].items():
-        # (less a split K's ordered sum pass, shaders/gemm.comp)
-        ran = {tag: _stems(run["ran"][desc]) - {"gemm_f32"} for tag, run in runs.items()}
-        if not any(ran.values()):
-            continue  # k = 0 or m = 0: no tile ran
-        if any(ran[tag] != {want[tag]} for tag in runs):
-            # float16 where the device has cooperative matrices: gemm_coop, but not under min spec
-            assert "float32" not in desc, f"{desc}: ran {ran}, expected {want}"
-            continue
-        for tag, run in runs.items():
-            assert torch.equal(run["out"][desc].view(torch.uint8), first.view(torch.uint8)), \
-                f"{desc}: {tag}'s bytes differ from the default's ({want[tag]} vs {want['default']})"
-        compared += 1
-    assert compared >= 30, f"only {compared} products ran the large tile in all three runs"
-    if not deep:
-        pytest.skip(f"the device has {runs['default']['shared']} bytes of shared memory: no 32-deep tile to compare")
-
-
-@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
-def test_large_tile_depth_by_shared_memory():
-    """A large float32 product's tile (not forced): 32-deep where this process's limits give 24 KiB
-    of shared memory (not under VKML_MIN_SPEC=1) and VKML_GEMM_BK is not 16, else 16-deep."""
-    info = vkml_torch._C.device_info(0)
-    deep = info["max_shared_memory"] >= 24576 and os.environ.get("VKML_GEMM_BK", "").strip() != "16"
-    a, b = torch.randn(256, 100, device="vkml"), torch.randn(100, 128, device="vkml")
-    assert _stems(_shaders(lambda: a @ b)) == {"gemm_large_k32_f32" if deep else "gemm_large_f32"}
-    assert _stems(_shaders(lambda: a.bfloat16() @ b.bfloat16())) == {"gemm_large_k32_f32" if deep else "gemm_large_f32"}
-
-
 def _shaders(fn):
     import vkml_torch
     torch.vkml.synchronize()
@@ -357,7 +253,4 @@ def test_coopmat_chosen_for_float16():
 
 if __name__ == "__main__":
     sys.path.insert(0, HERE)
-    if sys.argv[1] == "bk":
-        bk_child(sys.argv[2])
-    else:
-        child(sys.argv[1])
+    child(sys.argv[1])

@@ -38,7 +38,6 @@ Env read() {
   if (const char* g = std::getenv("VKML_GEMM_PIPE")) e.gemm_pipe = g;
   e.gemm_split_groups = integer("VKML_GEMM_SPLIT_GROUPS", 128);
   if (e.gemm_split_groups < 1) e.gemm_split_groups = 1;
-  e.gemm_bk = integer("VKML_GEMM_BK", 0);
   if (const char* c = std::getenv("VKML_CONV_PIPE")) e.conv_pipe = c;
   e.specialize = integer("VKML_SPECIALIZE", -1);
   e.copy_shader = integer("VKML_COPY_SHADER", -1);

@@ -21,11 +21,6 @@ struct Env {
   std::string gemm_pipe;      // VKML_GEMM_PIPE=gemv|small|large|split|coopmat: force a matmul pipeline (tests)
   int gemm_split_groups = 128;  // VKML_GEMM_SPLIT_GROUPS=N: a product of K >= 2048 with fewer tiles
                                 // than N splits K towards 2N workgroups (graph/families/gemm.h)
-  int gemm_bk = 0;            // VKML_GEMM_BK=16|32: the large float32 tile's k-slice depth, a tuning
-                              // aid for A/B measurements (backend/vulkan/lower_gemm.cpp): 16 forces
-                              // the 16-deep tile (12 KiB shared); 32 or unset (anything else) takes
-                              // the 32-deep one (24 KiB) where the device's shared memory allows.
-                              // Both give the same bytes.
   std::string conv_pipe;      // VKML_CONV_PIPE=tiled|direct: force the convolution kernel where both run (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)
   bool fuse = true;           // VKML_FUSE=0: no fusion of elementwise chains at flush (docs/fusion.md)

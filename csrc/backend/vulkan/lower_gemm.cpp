@@ -1,8 +1,7 @@
 // The gemm family -> one of its pipelines (docs/performance.md): shaders/gemm_gemv.comp for
-// m == 1 or n == 1, gemm.comp (32x32 tiles) for small outputs, gemm_large.comp (128x64 tiles; for
-// float32 32-deep k slices where 24 KiB of shared memory allow, else 16) for large ones,
-// gemm_coop.comp (cooperative matrix) for float16 where the device has it; a long K over few
-// outputs is split (graph/families/gemm.h) and summed in order by a second dispatch.
+// m == 1 or n == 1, gemm.comp (32x32 tiles) for small outputs, gemm_large.comp (128x64 tiles) for
+// large ones, gemm_coop.comp (cooperative matrix) for float16 where the device has it; a long K
+// over few outputs is split (graph/families/gemm.h) and summed in order by a second dispatch.
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -22,16 +21,6 @@ struct Tile {
 constexpr Tile kTiles[] = {{0, 0, ""}, {32, 32, "gemm"}, {128, 64, "gemm_large"}, {128, 128, "gemm_coop"}};  // by GemmPipe
 
 constexpr uint32_t kCoopShared = 24576;  // shaders/gemm_coop.comp: two 10 KiB slices + 4 KiB staging
-constexpr uint32_t kK32Shared = 24576;  // shaders/gemm_large.comp's k32_f32 variant: As 16 KiB + Bs 8 KiB
-
-// The large tile's blob stem: float32 compute takes 32-deep k slices (gemm_large_k32_f32) where the
-// device has their 24 KiB of shared memory (so not under VKML_MIN_SPEC's 16 KiB) unless
-// VKML_GEMM_BK=16 asks for the 16-deep tile (A/B measurements); both sum each output's k in the
-// same order, to the same bytes. float64 has its 8-deep tile only.
-const char* large_stem(const Limits& lim, Compute c) {
-  if (c == Compute::f32 && lim.max_shared_memory >= kK32Shared && env().gemm_bk != 16) return "gemm_large_k32";
-  return "gemm_large";
-}
 
 // The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
 // for float16 operands where the device has cooperative matrices and 24 KiB of shared memory
@@ -144,7 +133,7 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
       flags |= layout_flags(p.b, p.sb, 8, 2, GEMM_B_N, GEMM_B_K);
     }
     groups = ((uint64_t(N) + t.bn - 1) / t.bn) * ((uint64_t(M) + t.bm - 1) / t.bm) * layers;
-    if (!set_shader(out[0], pipe == GemmPipe::large ? large_stem(lim, c) : t.shader, c, lim, why)) return -1;
+    if (!set_shader(out[0], t.shader, c, lim, why)) return -1;
   }
   p.parts = uint32_t(parts) | flags << kFlagShift;
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
