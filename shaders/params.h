@@ -43,7 +43,7 @@ PC_BEGIN(ReduceParams)
   u32 pass;      // 0: one pass; 1: chunks -> partials; 2: partials -> out
   u32 parts;     // partials per output
   u32 flags;     // REDUCE_DENSE
-  u32 rows;      // column mode (reduce.h): reduced indices per chunk in pass 1; 0: row mode
+  u32 rows;      // column mode (reduce.h): reduced indices per chunk (passes 1 and 2); 0: row mode
 PC_END(ReduceParams)
 #define REDUCE_DENSE 1u  // the reduced dim is dense (stride 1) and every row's start aligned for ld_block4
 #endif

@@ -81,7 +81,8 @@ void finish(uint k, T v, uint idx) {
 }
 
 // Two-pass reductions (pc.pass 1 and 2, graph/families/reduce.h): partial j of output k is at
-// j = k * parts + chunk; values take 8 bytes in the compute type, indices 4 (after all values).
+// j = k * parts + chunk (row mode) or j = chunk * n_out + k (column mode); values take 8 bytes
+// in the compute type, indices 4 (after all values).
 const uint kChunk = 65536u;  // kReduceChunk
 #if defined(CT_F32)
 #define DT_PARTIAL DT_F32
@@ -154,15 +155,35 @@ void fold_column() {
       }
     }
   }
-  uint64_t j = uint64_t(k) * uint64_t(pc.parts) + chunk;
+  uint64_t j = uint64_t(chunk) * uint64_t(pc.n_out) + k;  // chunk-major: neighbours write neighbours
   store_T(partial_val(j), DT_PARTIAL, acc);
   st_word(partial_idx(j), idx);
+}
+
+// Column mode, pass 2: one invocation per output folds its chunks' partials in chunk order
+// (chunk-major, as pass 1 wrote them: neighbouring invocations read neighbouring partials).
+void column_partials() {
+  uint64_t k = global_index();
+  if (k >= uint64_t(pc.n_out)) return;
+  T acc = identity();
+  uint idx = 0xffffffffu;
+  for (uint c0 = 0u; c0 < pc.parts; c0 += 4u) {  // parts <= 65536: at most 16384 trips
+    [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+      uint64_t j = uint64_t(c0 + u) * uint64_t(pc.n_out) + k;
+      if (c0 + u < pc.parts) combine(acc, idx, load_T(partial_val(j), DT_PARTIAL), ld_word(partial_idx(j)));
+    }
+  }
+  finish(uint(k), acc, idx);
 }
 
 void main() {
   uint dti = (DTYPES >> 8) & 0xffu;
   uint64_t esz = uint64_t(dsize(dti));
   uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);
+  if (pc.pass == 2u && pc.rows != 0u) {
+    column_partials();
+    return;
+  }
   if (pc.pass == 2u) {
     uint64_t k = group_index();
     if (k < uint64_t(pc.n_out)) combine_partials(k);

@@ -59,9 +59,9 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     const uint64_t firsts = split.rows ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
     if (!grid2(firsts * uint64_t(split.parts), lim, out[0])) return why = "too many groups", -1;
     put(out[0], p);
-    p.pass = 2;
-    p.rows = 0;
-    if (!grid2(uint64_t(n_out), lim, out[1])) return why = "too many groups", -1;
+    p.pass = 2;  // column mode: an invocation per output; row mode: a group per output
+    const uint64_t seconds = split.rows ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
+    if (!grid2(seconds, lim, out[1])) return why = "too many groups", -1;
     put(out[1], p);
     return spec_dtypes(out, 2, lim, p.dtypes);
   }
