@@ -1,0 +1,152 @@
+"""A/B micro-timings on a GPU (the lent machine; docs/performance.md): each setting in its own
+child process, alternated over AB_ROUNDS rounds (default 2; the table gives the fastest round and
+all of them), so settings read once per process (VKML_* variables) can be compared in one call.
+
+  python3 scripts/gpu_ab.py CASES LABEL=ENV[,ENV...] [LABEL=...]  e.g. s127=VKML_GEMM_SPLIT_GROUPS=127 new=
+  python3 scripts/gpu_ab.py CASES cuda                               torch CUDA, no vkml (a label)
+CASES: ';'-separated: gemm:M,K,N[,t]  (t: A is the transpose of a contiguous [K, M], a weight gradient)
+                      sum0:R,C  (x.sum(0) of a contiguous [R, C])   sum1:R,C  (x.sum(1))
+                      drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)
+Each child warms the GPU clock for 1 s, then per case: the median of 5 runs of enough calls for
+~50 ms, a sync ending each run; the max error against float64 on the CPU; and, on vkml, the
+kernels' GPU times from vkml_torch.profile(). AB_WARM_N: the warm-up product's size (64 on
+lavapipe).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+
+def parse(cases):
+    out = []
+    for c in cases.split(";"):
+        kind, dims = c.split(":")
+        parts = dims.split(",")
+        out.append((kind, [int(v) for v in parts if v != "t"], "t" in parts, c))
+    return out
+
+
+def child(cases, devname):
+    if devname == "vkml":
+        import vkml_torch  # noqa: F401
+        sync = torch.vkml.synchronize
+    else:
+        sync = torch.cuda.synchronize
+    dev = torch.device(devname)
+    g = torch.Generator().manual_seed(0)
+    # clock warm-up: 1 s of a large product
+    wn = int(os.environ.get("AB_WARM_N", "4096"))
+    a = torch.randn(wn, wn, generator=g).to(dev)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 1.0:
+        (a @ a).sum()
+        sync()
+    res = {}
+    for kind, d, tr, name in parse(cases):
+        if kind == "gemm":
+            M, K, N = d
+            A = torch.randn(K, M, generator=g).t() if tr else torch.randn(M, K, generator=g)
+            B = torch.randn(K, N, generator=g)
+            ref = (A.double() @ B.double())
+            Ad, Bd = A.to(dev), B.to(dev)
+            fn = lambda: Ad @ Bd  # noqa: E731
+            flop = 2 * M * K * N
+        elif kind == "drop":  # dropout p=0.1 of a contiguous [R, C]; rate: GB/s of x read, y written, mask
+            R, C = d
+            X = torch.randn(R, C, generator=g)
+            ref = X.double()
+            Xd = X.to(dev)
+            fn = lambda: torch.nn.functional.dropout(Xd, 0.1, training=True)  # noqa: E731
+            flop = 9 * R * C
+        elif kind == "ln":  # layer_norm over rows of [R, C]; rate: GB/s of x read, y written
+            R, C = d
+            X = torch.randn(R, C, generator=g)
+            ref = torch.nn.functional.layer_norm(X.double(), (C,))
+            Xd = X.to(dev)
+            fn = lambda: torch.nn.functional.layer_norm(Xd, (C,))  # noqa: E731
+            flop = 8 * R * C
+        else:
+            R, C = d
+            X = torch.randn(R, C, generator=g)
+            dim = 0 if kind == "sum0" else 1
+            ref = X.double().sum(dim)
+            Xd = X.to(dev)
+            fn = lambda: Xd.sum(dim)  # noqa: E731
+            flop = 4 * R * C  # bytes read
+        y = fn()
+        if kind == "drop":  # kept elements are x / 0.9, the others 0
+            yc = y.cpu().double()
+            keep = yc != 0
+            err = ((yc[keep] * 0.9 - ref[keep]).abs().max() / ref.abs().max()).item()
+        else:
+            err = ((y.cpu().double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+        t1 = time.perf_counter()
+        for _ in range(3):
+            y = fn()
+        sync()
+        per = (time.perf_counter() - t1) / 3
+        iters = max(1, min(2000, int(0.05 / max(per, 1e-7))))
+        runs = []
+        for _ in range(5):
+            t1 = time.perf_counter()
+            for _ in range(iters):
+                y = fn()
+            sync()
+            runs.append((time.perf_counter() - t1) / iters)
+        med = statistics.median(runs)
+        kern = {}
+        if devname == "vkml":  # one call under the profiler: its kernels' GPU times
+            import vkml_torch
+            with vkml_torch.profile() as prof:
+                for _ in range(3):
+                    y = fn()
+                sync()
+            for kn, _, s0, e0 in prof.kernels:
+                kern[kn] = kern.get(kn, 0.0) + (e0 - s0) / 3e3
+        rate = flop / med / 1e12 if kind == "gemm" else flop / med / 1e9  # TFLOP/s or GB/s
+        res[name] = {"us": med * 1e6, "rate": rate, "err": err, "kern": kern}
+    print("RESULT " + json.dumps(res))
+
+
+def main():
+    if sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3])
+        return
+    cases, settings = sys.argv[1], sys.argv[2:]
+    rounds = int(os.environ.get("AB_ROUNDS", "2"))
+    table = {}
+    for r in range(rounds):
+        for s in settings:
+            label, _, envs = s.partition("=")
+            env = dict(os.environ)
+            devname = "cuda" if label == "cuda" else "vkml"
+            for kv in filter(None, envs.split(",")):
+                k, _, v = kv.partition("=")
+                env[k] = v
+            p = subprocess.run([sys.executable, __file__, "--child", cases, devname], env=env,
+                               capture_output=True, text=True, timeout=300)
+            line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+            if not line:
+                print(f"{label}: failed\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+                continue
+            for name, v in json.loads(line[0][7:]).items():
+                table.setdefault(name, {}).setdefault(label, []).append(v)
+    for name, by in table.items():
+        cells = []
+        for label, vs in by.items():
+            us = min(v["us"] for v in vs)
+            cells.append(f"{label} {us:8.1f} us ({max(v['rate'] for v in vs):6.1f}) err {max(v['err'] for v in vs):.1e}"
+                         " [" + " ".join("%.1f" % v["us"] for v in vs) + "]")
+        print(f"{name:28s} " + " | ".join(cells))
+        for label, vs in by.items():
+            if vs[-1].get("kern"):
+                print(f"{'':28s}   {label} kernels (us): " + ", ".join(f"{k} {v:.1f}" for k, v in vs[-1]["kern"].items()))
+
+
+if __name__ == "__main__":
+    main()
