@@ -7,6 +7,8 @@
 # Then, through the device tool with carry [".vkdev"]:
 #   bash scripts/device_test.sh suite 0/2      the first half of both passes (~10 min), then 1/2
 #   bash scripts/device_test.sh bench          the demo cold and warm, and the benchmarks
+#   bash scripts/device_test.sh perf           the training steps, kernels against CUDA (gpu_ab.py), the
+#        Transformer step's profile (~6 min with the build)
 #   bash scripts/device_test.sh mutate [T...]  the mutation campaign, 10 mutants side by side: first each
 #        target's tests on the unmutated shaders (--baseline; a target that fails them is left out),
 #        then the mutants not yet in .vkdev/mutate.jsonl until the time is up; T...: only these
@@ -55,6 +57,20 @@ elif [ "$1" = ids ]; then
   python3 scripts/mutate.py "${ids[@]}" --jobs "${3:-6}" --timeout "${4:-300}" --deadline $((570 - SECONDS)) \
     --results "$OUT/ids.jsonl" > "$OUT/ids.log" 2>&1
   grep -E "^\[|^mutate:" "$OUT/ids.log" | head -40
+elif [ "$1" = perf ]; then
+  # The training steps and the kernels they spend on, with the same-call CUDA figures; output in
+  # $OUT/perf.log (the call's tail may cut it), the profile's trace in $OUT/profile.json.
+  {
+    echo "=== bench [$SECONDS s]"
+    timeout 150 python3 -m bench --only Transformer,MLP,"matmul 4096 f32",dropout,layer_norm,softmax \
+      --json "$OUT/bench.json" 2>&1 | grep -vE "RuntimeWarning|_register" | tail -30
+    echo "=== kernels against CUDA (scripts/gpu_ab.py) [$SECONDS s]"
+    timeout 120 python3 scripts/gpu_ab.py "sum0:4096,512;sum0:4096,2048;sum0:65536,64;drop:4096,512;drop:4096,2048;ln:4096,512;gemm:4096,4096,4096;gemm:2048,4096,512,t" new= cuda
+    echo "=== the Transformer step's profile [$SECONDS s]"
+    timeout 80 python3 -m bench --profile Transformer --steps 3 --trace "$OUT/profile.json" 2>&1 | grep -A24 "^kernel"
+    echo "done: $SECONDS s"
+  } > "$OUT/perf.log" 2>&1
+  cat "$OUT/perf.log"
 else
   # cold: an empty vkml pipeline cache and an empty NVIDIA shader cache; warm: both kept
   rm -rf /tmp/demo-cache && mkdir -p /tmp/demo-cache
