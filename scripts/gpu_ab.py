@@ -7,14 +7,13 @@ all of them), so settings read once per process (VKML_* variables) can be compar
 CASES: ';'-separated: gemm:M,K,N[,t]  (t: A is the transpose of a contiguous [K, M], a weight gradient)
                       sum0:R,C  (x.sum(0) of a contiguous [R, C])   sum1:R,C  (x.sum(1))
                       drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)
-Each child warms the GPU clock for 1 s, then per case: the median of 5 runs of enough calls for
-~50 ms, a sync ending each run; the max error against float64 on the CPU; and, on vkml, the
+Each child warms the GPU clock for 1 s, then per case (bench/timing.py's measure): the median of
+5 runs of enough calls for ~50 ms, a sync ending each run; the max error against float64 on the CPU; and, on vkml, the
 kernels' GPU times from vkml_torch.profile(). AB_WARM_N: the warm-up product's size (64 on
 lavapipe).
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -32,6 +31,8 @@ def parse(cases):
 
 
 def child(cases, devname):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from bench.timing import measure
     if devname == "vkml":
         import vkml_torch  # noqa: F401
         sync = torch.vkml.synchronize
@@ -85,20 +86,9 @@ def child(cases, devname):
             err = ((yc[keep] * 0.9 - ref[keep]).abs().max() / ref.abs().max()).item()
         else:
             err = ((y.cpu().double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
-        t1 = time.perf_counter()
-        for _ in range(3):
-            y = fn()
-        sync()
-        per = (time.perf_counter() - t1) / 3
-        iters = max(1, min(2000, int(0.05 / max(per, 1e-7))))
-        runs = []
-        for _ in range(5):
-            t1 = time.perf_counter()
-            for _ in range(iters):
-                y = fn()
-            sync()
-            runs.append((time.perf_counter() - t1) / iters)
-        med = statistics.median(runs)
+        # bench's timing: warm-up, then the median of 5 runs of ~50 ms, each ended by a sync (these
+        # ops are not elementwise, so no fusion skips the stores of dropped results)
+        med, _ = measure(fn, dev, repeats=5, min_time=0.05, gpu_warm=0.3)
         kern = {}
         if devname == "vkml":  # one call under the profiler: its kernels' GPU times
             import vkml_torch

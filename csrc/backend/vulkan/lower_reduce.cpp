@@ -48,6 +48,7 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   for (int d = 0; d < nk && dense; ++d) dense = (uint64_t(kst[0][d]) * esz) % align == 0;
   p.flags = dense ? REDUCE_DENSE : 0u;
   const ReduceSplit split = reduce_split(in, kept);
+  const uint64_t out_groups = (uint64_t(n_out) + kGroup - 1) / kGroup;  // one invocation per output
   if (split.parts > 1) {  // two passes: chunks to partials, then partials to out (reduce.h)
     const uint64_t partials = n.as<ReduceArgs>().partials;
     if (!partials) return why = "a reduction in two passes needs its scratch", -1;
@@ -55,21 +56,19 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     p.parts = uint32_t(split.parts);
     p.rows = uint32_t(split.rows);
     p.pass = 1;
-    // column mode: a group per 128 outputs and chunk; row mode: a group per output and chunk
-    const uint64_t firsts = split.rows ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
-    if (!grid2(firsts * uint64_t(split.parts), lim, out[0])) return why = "too many groups", -1;
+    // column mode: an invocation per output (and chunk, in pass 1); row mode: a group per output
+    const uint64_t per_pass2 = split.rows ? out_groups : uint64_t(n_out);
+    if (!grid2(per_pass2 * uint64_t(split.parts), lim, out[0])) return why = "too many groups", -1;
     put(out[0], p);
-    p.pass = 2;  // column mode: an invocation per output; row mode: a group per output
-    const uint64_t seconds = split.rows ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
-    if (!grid2(seconds, lim, out[1])) return why = "too many groups", -1;
+    p.pass = 2;
+    if (!grid2(per_pass2, lim, out[1])) return why = "too many groups", -1;
     put(out[1], p);
     return spec_dtypes(out, 2, lim, p.dtypes);
   }
   // The shader runs one invocation per output exactly when the grid has fewer groups than outputs:
   // for short rows, and for strided ones short enough for one chunk (column mode, one pass).
   const bool per_output = (n_red <= kShortRow || split.rows) && n_out > 1;
-  uint64_t groups = per_output ? (uint64_t(n_out) + kGroup - 1) / kGroup : uint64_t(n_out);
-  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
+  if (!grid2(per_output ? out_groups : uint64_t(n_out), lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
   return spec_dtypes(out, 1, lim, p.dtypes);
 }
