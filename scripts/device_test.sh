@@ -65,7 +65,7 @@ elif [ "$1" = perf ]; then
     timeout 150 python3 -m bench --only Transformer,MLP,"matmul 4096 f32",dropout,layer_norm,softmax \
       --json "$OUT/bench.json" 2>&1 | grep -vE "RuntimeWarning|_register" | tail -30
     echo "=== kernels against CUDA (scripts/gpu_ab.py) [$SECONDS s]"
-    timeout 120 python3 scripts/gpu_ab.py "sum0:4096,512;sum0:4096,2048;sum0:65536,64;drop:4096,512;drop:4096,2048;ln:4096,512;gemm:4096,4096,4096;gemm:2048,4096,512,t" new= cuda
+    timeout 120 python3 scripts/gpu_ab.py "sum0:4096,512;sum0:65536,64;drop:4096,512;drop:4096,2048;ln:4096,512;sm:32768,128;sm:4096,4096;gemm:4096,4096,4096;gemm:2048,4096,512,t;h16:4096,4096,4096" new= cuda
     echo "=== the Transformer step's profile [$SECONDS s]"
     timeout 80 python3 -m bench --profile Transformer --steps 3 --trace "$OUT/profile.json" 2>&1 | grep -A24 "^kernel"
     echo "done: $SECONDS s"

@@ -5,8 +5,10 @@ all of them), so settings read once per process (VKML_* variables) can be compar
   python3 scripts/gpu_ab.py CASES LABEL=ENV[,ENV...] [LABEL=...]  e.g. s127=VKML_GEMM_SPLIT_GROUPS=127 new=
   python3 scripts/gpu_ab.py CASES cuda                               torch CUDA, no vkml (a label)
 CASES: ';'-separated: gemm:M,K,N[,t]  (t: A is the transpose of a contiguous [K, M], a weight gradient)
+                      h16:M,K,N  (float16 operands and result)
                       sum0:R,C  (x.sum(0) of a contiguous [R, C])   sum1:R,C  (x.sum(1))
-                      drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)
+                      drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)   sm:R,C  (softmax over rows)
+                      lnb:R,C  (layer_norm's backward: dx, dw, db)   full:N  (x.sum() of N elements)
 Each child warms the GPU clock for 1 s, then per case (bench/timing.py's measure): the median of
 5 runs of enough calls for ~50 ms, a sync ending each run; the max error against float64 on the CPU; and, on vkml, the
 kernels' GPU times from vkml_torch.profile(). AB_WARM_N: the warm-up product's size (64 on
@@ -49,10 +51,12 @@ def child(cases, devname):
         sync()
     res = {}
     for kind, d, tr, name in parse(cases):
-        if kind == "gemm":
+        if kind in ("gemm", "h16"):
             M, K, N = d
             A = torch.randn(K, M, generator=g).t() if tr else torch.randn(M, K, generator=g)
             B = torch.randn(K, N, generator=g)
+            if kind == "h16":
+                A, B = A.half(), B.half()
             ref = (A.double() @ B.double())
             Ad, Bd = A.to(dev), B.to(dev)
             fn = lambda: Ad @ Bd  # noqa: E731
@@ -70,6 +74,30 @@ def child(cases, devname):
             ref = torch.nn.functional.layer_norm(X.double(), (C,))
             Xd = X.to(dev)
             fn = lambda: torch.nn.functional.layer_norm(Xd, (C,))  # noqa: E731
+            flop = 8 * R * C
+        elif kind == "lnb":  # layer_norm's backward over rows of [R, C]; rate: GB/s of dy, x read, dx written
+            R, C = d
+            X, G = torch.randn(R, C, generator=g), torch.randn(R, C, generator=g)
+            W = torch.randn(C, generator=g)
+            m, r = X.mean(1, keepdim=True), (X.var(1, unbiased=False, keepdim=True) + 1e-5).rsqrt()
+            ref = torch.ops.aten.native_layer_norm_backward(G.double(), X.double(), [C], m.double(), r.double(),
+                                                            W.double(), W.double(), [True, True, True])[0]
+            Xd, Gd, Wd, md, rd = (t.to(dev) for t in (X, G, W, m, r))
+            fn = lambda: torch.ops.aten.native_layer_norm_backward(Gd, Xd, [C], md, rd, Wd, Wd, [True, True, True])[0]  # noqa: E731
+            flop = 12 * R * C
+        elif kind == "full":  # x.sum() of N elements; rate: GB/s read
+            N, = d
+            X = torch.randn(N, generator=g)
+            ref = X.double().sum()
+            Xd = X.to(dev)
+            fn = lambda: Xd.sum()  # noqa: E731
+            flop = 4 * N
+        elif kind == "sm":  # softmax over rows of [R, C]; rate: GB/s of x read, y written
+            R, C = d
+            X = torch.randn(R, C, generator=g)
+            ref = torch.softmax(X.double(), 1)
+            Xd = X.to(dev)
+            fn = lambda: torch.softmax(Xd, 1)  # noqa: E731
             flop = 8 * R * C
         else:
             R, C = d
@@ -98,7 +126,7 @@ def child(cases, devname):
                 sync()
             for kn, _, s0, e0 in prof.kernels:
                 kern[kn] = kern.get(kn, 0.0) + (e0 - s0) / 3e3
-        rate = flop / med / 1e12 if kind == "gemm" else flop / med / 1e9  # TFLOP/s or GB/s
+        rate = flop / med / 1e12 if kind in ("gemm", "h16") else flop / med / 1e9  # TFLOP/s or GB/s
         res[name] = {"us": med * 1e6, "rate": rate, "err": err, "kern": kern}
     print("RESULT " + json.dumps(res))
 

@@ -1,9 +1,11 @@
 // variants: f32 f64
-// Layer, group and batch norm over [A, C, S] views (shaders/norm.h). One workgroup per statistics
-// group (per-sample mode: group a * G + g over C/G channels x S; per-channel mode: channel c over
-// A x S); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and bias gradients of the
-// per-sample mode. Sums are pairwise within an invocation, then a fixed 128-wide tree: the same
-// bytes every run, and an error that grows with log2 of the group size (docs/normalization.md).
+// Layer, group and batch norm over [A, C, S] views (shaders/norm.h). Each statistics group has
+// LANES invocations (per-sample mode: group a * G + g over C/G channels x S, 128 / LANES groups a
+// workgroup, LANES from the group size: lower_norm.cpp; per-channel mode: channel c over A x S,
+// 128 lanes); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and bias gradients of
+// the per-sample mode. Sums are pairwise within an invocation, then a fixed tree over the group's
+// lanes (lanes.glsl): the same bytes every run, and an error that grows with log2 of the group
+// size (docs/normalization.md).
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -16,7 +18,8 @@ const uint Y = 0u, MEAN = 1u, RSTD = 2u, NEW_MEAN = 3u, NEW_VAR = 4u, X = 5u, W 
 const uint DX = 0u, DW = 1u, DB = 2u, DY = 3u, BX = 4u, BW = 5u, BMEAN = 6u, BSTAT = 7u;
 
 NormParams p;
-uint tid;
+uint lane;  // this invocation's lane in its group's LANES
+bool live;  // the group exists (a workgroup's last groups may not; they store nothing)
 // The operands' addresses and strides and the sizes S and G, loaded once per invocation (main):
 // read from the parameter block where used, each element's address cost a dozen loads, and after
 // a store the compiler may not reuse one (the block is memory a store could change). Indexed by
@@ -36,6 +39,11 @@ layout(constant_id = 1) const uint SPEC_DTYPES = 0xffffffffu;
 // and of 2^20 terms. The sums are the same either way (same order), so the same bytes.
 layout(constant_id = 2) const uint SPEC_CACHE_TRIPS = 8u;
 layout(constant_id = 3) const uint SPEC_LEVELS = 20u;
+// Constant 4, set with them: the lanes of a statistics group (NormParams::lanes; 0: unset).
+layout(constant_id = 4) const uint SPEC_LANES = 0u;
+uint LN;  // lanes of a statistics group: SPEC_LANES, else p.lanes (main)
+#define LANES LN
+#include "lanes.glsl"
 uint dt_of(uint k) { return SPEC_DTYPES != 0xffffffffu && k < 8u ? (SPEC_DTYPES >> (4u * k)) & 15u : p.dt[k]; }
 bool per_channel;
 uint K;  // channels per group (per-sample mode)
@@ -60,27 +68,26 @@ void acc_push(T a, T b) {
   ++pn;
 }
 
-shared T s_a[128], s_b[128];
-
-// The workgroup's totals: each invocation's partials low to high, then a tree over 128 lanes.
-void acc_total(out T a, out T b) {
+// The group's totals: each invocation's partials low to high, then the tree over the group's
+// lanes (lanes.glsl; LN is uniform, so every invocation meets every barrier). two: b too.
+void acc_total2(out T a, out T b, bool two) {
   a = T(0);
   b = T(0);
   [[unroll]] for (uint l = 0u; l < kLv; ++l)
     if ((pn & (1u << l)) != 0u) { a = a + pa[l]; b = b + pb[l]; }
-  s_a[tid] = a;
-  s_b[tid] = b;
+  lanes_reduce2(a, b, false, two);
+}
+void acc_total(out T a, out T b) { acc_total2(a, b, true); }
+
+// Whether c holds for any invocation of the workgroup: a uniform branch for paths with more
+// totals, where a workgroup's groups (LN < 128) may disagree but share the trees' barriers.
+shared uint s_any;
+bool wg_any(bool c) {
+  if (gl_LocalInvocationIndex == 0u) s_any = 0u;
   barrier();
-  for (uint h = 64u; h > 0u; h >>= 1) {
-    if (tid < h) {
-      s_a[tid] = s_a[tid] + s_a[tid + h];
-      s_b[tid] = s_b[tid] + s_b[tid + h];
-    }
-    barrier();
-  }
-  a = s_a[0];
-  b = s_b[0];
-  barrier();  // s_a / s_b are reused by the next total
+  if (c) s_any = 1u;
+  barrier();
+  return s_any != 0u;
 }
 
 // ---- operands ---------------------------------------------------------------------------------
@@ -93,8 +100,8 @@ uint64_t addr1(uint k, uint i) { return h_t[k] + uint64_t(int64_t(i) * h_st[3u *
 T ld3(uint k, uint a, uint c, uint s) { return load_T(addr3(k, a, c, s), dt_of(k)); }
 T ld1(uint k, uint i) { return load_T(addr1(k, i), dt_of(k)); }
 T ld1_or(uint k, uint i, T dflt) { return has(k) ? ld1(k, i) : dflt; }
-void st3(uint k, uint a, uint c, uint s, T v) { store_T(addr3(k, a, c, s), dt_of(k), v); }
-void st1(uint k, uint i, T v) { if (has(k)) store_T(addr1(k, i), dt_of(k), v); }
+void st3(uint k, uint a, uint c, uint s, T v) { if (live) store_T(addr3(k, a, c, s), dt_of(k), v); }
+void st1(uint k, uint i, T v) { if (live && has(k)) store_T(addr1(k, i), dt_of(k), v); }
 
 // 1/sqrt(v) with IEEE special cases (GLSL leaves inversesqrt(v <= 0) undefined).
 T rsqrt_T(T v) {
@@ -110,6 +117,56 @@ void locate(uint g, uint r, out uint a, out uint c, out uint s) {
   s = r - q * h_S;
   if (per_channel) { a = q; c = g; }
   else { a = g / h_G; c = (g % h_G) * K + q; }
+}
+
+// Element r of group g where the group is one sample's channels (NORM_ROWS: per-sample mode with
+// S = 1, every operand's strides within 2^31 bytes; lower_norm.cpp): at rb[k] + r * rs[k], the
+// group's base found once (set_rows) and a 32 x 32 -> 64-bit product an element, for the 3-D
+// operands and the channel-indexed 1-D ones (w, b). Elsewhere locate() and addr3: 32-bit
+// divisions and three 64-bit products an element, which on the H100 cost a 512-element row
+// more than its memory traffic (docs/performance.md, ninth session).
+bool rows_mode;
+uint64_t rb[NORM_SLOTS];
+int rs[NORM_SLOTS];
+void set_rows(uint g, bool bwd) {
+  rows_mode = (p.flags & NORM_ROWS) != 0u;
+  if (!rows_mode) return;
+  const uint a = g / h_G, c0 = (g % h_G) * K;
+  [[unroll]] for (uint k = 0u; k < NORM_SLOTS; ++k) {
+    const bool three = bwd ? (k == DX || k == DY || k == BX) : (k == Y || k == X);
+    const bool chan = bwd ? k == BW : (k == W || k == B);
+    if (three) {
+      rb[k] = addr3(k, a, c0, 0u);
+      rs[k] = int(h_st[3u * k + 1u] * int64_t(dsize(dt_of(k))));
+    } else if (chan) {
+      rb[k] = addr1(k, c0);
+      rs[k] = int(h_st[3u * k] * int64_t(dsize(dt_of(k))));
+    }
+  }
+}
+uint64_t at_row(uint k, uint r) { return rb[k] + uint64_t(int64_t(int(r)) * int64_t(rs[k])); }
+// Element r of group g of the 3-D operand k, and its channel's value of the 1-D operand k (w, b).
+T lde(uint k, uint g, uint r) {
+  if (rows_mode) return load_T(at_row(k, r), dt_of(k));
+  uint a, c, s;
+  locate(g, r, a, c, s);
+  return ld3(k, a, c, s);
+}
+void ste(uint k, uint g, uint r, T v) {
+  if (rows_mode) {
+    if (live) store_T(at_row(k, r), dt_of(k), v);
+    return;
+  }
+  uint a, c, s;
+  locate(g, r, a, c, s);
+  st3(k, a, c, s, v);
+}
+T ldc(uint k, uint g, uint r, T dflt) {
+  if (!has(k)) return dflt;
+  if (rows_mode) return load_T(at_row(k, r), dt_of(k));
+  uint a, c, s;
+  locate(g, r, a, c, s);
+  return ld1(k, c);
 }
 
 const uint kUnroll = 4u;  // elements per loop trip (llvmpipe caps an invocation's loop trips)
@@ -148,6 +205,7 @@ T norm_out(T x, T mean, T rstd, T w, T b, bool folded) {
 }
 
 void forward(uint g, uint R) {
+  set_rows(g, false);
   const T eps = from_raw(p.eps);
   T mean, rstd;
   uint a, c, s;
@@ -162,39 +220,39 @@ void forward(uint g, uint R) {
     // Only in the dtype-specialized pipeline (GPUs, SPEC_DTYPES set): unspecialized, each of the
     // 32 unrolled loads and stores is a switch over every dtype, and lavapipe took 61 s to compile
     // the shader (3.5 s without the cached path).
-    cached = SPEC_DTYPES != 0xffffffffu && R <= kCt * 128u * kUnroll;
+    cached = SPEC_DTYPES != 0xffffffffu && R <= kCt * LN * kUnroll;
     pn = 0u;
     if (cached) {
       [[unroll]] for (uint i = 0u; i < kCt * kUnroll; ++i) {
-        uint r = (i / kUnroll) * 128u * kUnroll + (i % kUnroll) * 128u + tid;
+        uint r = (i / kUnroll) * LN * kUnroll + (i % kUnroll) * LN + lane;
         xc[i] = T(0);
-        if (r < R) { locate(g, r, a, c, s); xc[i] = ld3(X, a, c, s); }
+        if (r < R) xc[i] = lde(X, g, r);
       }
       [[unroll]] for (uint t = 0u; t < kCt; ++t) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u)
-          if (t * 128u * kUnroll + u * 128u + tid < R) { q_a[u] = xc[t * kUnroll + u]; q_b[u] = T(0); ++nv; }
+          if (t * LN * kUnroll + u * LN + lane < R) { q_a[u] = xc[t * kUnroll + u]; q_b[u] = T(0); ++nv; }
         push_trip(nv);
       }
     } else {
-      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+      for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-          uint r = r0 + u * 128u + tid;
-          if (r < R) { locate(g, r, a, c, s); q_a[u] = ld3(X, a, c, s); q_b[u] = T(0); ++nv; }
+          uint r = r0 + u * LN + lane;
+          if (r < R) { q_a[u] = lde(X, g, r); q_b[u] = T(0); ++nv; }
         }
         push_trip(nv);
       }
     }
     T s1, unused;
-    acc_total(s1, unused);
+    acc_total2(s1, unused, false);
     const T m0 = s1 / T(R);
     pn = 0u;
     if (cached) {
       [[unroll]] for (uint t = 0u; t < kCt; ++t) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u)
-          if (t * 128u * kUnroll + u * 128u + tid < R) {
+          if (t * LN * kUnroll + u * LN + lane < R) {
             T d = xc[t * kUnroll + u] - m0;
             q_a[u] = d;
             q_b[u] = d * d;
@@ -203,13 +261,12 @@ void forward(uint g, uint R) {
         push_trip(nv);
       }
     } else {
-      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+      for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-          uint r = r0 + u * 128u + tid;
+          uint r = r0 + u * LN + lane;
           if (r < R) {
-            locate(g, r, a, c, s);
-            T d = ld3(X, a, c, s) - m0;
+            T d = lde(X, g, r) - m0;
             q_a[u] = d;
             q_b[u] = d * d;
             ++nv;
@@ -232,7 +289,7 @@ void forward(uint g, uint R) {
     const T var = ss / T(R);
     // batch norm's invstd is 0 for a zero variance with eps 0 (torch's InvStd)
     rstd = per_channel && var == T(0) && eps == T(0) ? T(0) : rsqrt_T(var + eps);
-    if (tid == 0u) {
+    if (lane == 0u) {
       st1(MEAN, g, mean);
       st1(RSTD, g, rstd);
       if (per_channel) {
@@ -249,23 +306,19 @@ void forward(uint g, uint R) {
   const bool folded = !per_channel && (p.flags & NORM_LAYER) == 0u;
   if (cached) {
     [[unroll]] for (uint i = 0u; i < kCt * kUnroll; ++i) {
-      uint r = (i / kUnroll) * 128u * kUnroll + (i % kUnroll) * 128u + tid;
-      if (r < R) {
-        locate(g, r, a, c, s);
-        st3(Y, a, c, s, norm_out(xc[i], mean, rstd, per_channel ? wc : ld1_or(W, c, T(1)),
-                                 per_channel ? bc : ld1_or(B, c, T(0)), folded));
-      }
+      uint r = (i / kUnroll) * LN * kUnroll + (i % kUnroll) * LN + lane;
+      if (r < R)
+        ste(Y, g, r, norm_out(xc[i], mean, rstd, per_channel ? wc : ldc(W, g, r, T(1)),
+                              per_channel ? bc : ldc(B, g, r, T(0)), folded));
     }
     return;
   }
-  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+  for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll)
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-      uint r = r0 + u * 128u + tid;
-      if (r < R) {
-        locate(g, r, a, c, s);
-        st3(Y, a, c, s, norm_out(ld3(X, a, c, s), mean, rstd, per_channel ? wc : ld1_or(W, c, T(1)),
-                                 per_channel ? bc : ld1_or(B, c, T(0)), folded));
-      }
+      uint r = r0 + u * LN + lane;
+      if (r < R)
+        ste(Y, g, r, norm_out(lde(X, g, r), mean, rstd, per_channel ? wc : ldc(W, g, r, T(1)),
+                              per_channel ? bc : ldc(B, g, r, T(0)), folded));
     }
 }
 
@@ -280,6 +333,7 @@ void stats_of(uint g, out T mean, out T rstd) {
 //   dx = rstd * w' * (a - sum(a) / R - xh * sum(a * xh) / R)     (w' = w per channel, else 1)
 // and eval batch norm's dx = dy * w * rstd. Per channel also dw = sum(dy * xh), db = sum(dy).
 void backward(uint g, uint R) {
+  set_rows(g, true);
   const bool train = !per_channel || (p.flags & NORM_TRAINING) != 0u;
   T mean, rstd;
   stats_of(g, mean, rstd);
@@ -293,15 +347,14 @@ void backward(uint g, uint R) {
   if (train || (per_channel && (has(DW) || has(DB)))) {
     for (uint pass = 0u; pass < 2u; ++pass) {
       pn = 0u;
-      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+      for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll) {
         uint nv = 0u;
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-          uint r = r0 + u * 128u + tid;
+          uint r = r0 + u * LN + lane;
           if (r < R) {
-            locate(g, r, a, c, s);
-            T ai = ld3(DY, a, c, s);
-            if (!per_channel) ai *= ld1_or(BW, c, T(1));
-            const T d = ld3(BX, a, c, s) - mean;
+            T ai = lde(DY, g, r);
+            if (!per_channel) ai *= ldc(BW, g, r, T(1));
+            const T d = lde(BX, g, r) - mean;
             q_a[u] = ai;
             q_b[u] = torch_bn ? ai * d : ai * (d * rstd);
             ++nv;
@@ -314,7 +367,7 @@ void backward(uint g, uint R) {
       torch_bn = true;
     }
   }
-  if (per_channel && tid == 0u) {
+  if (per_channel && lane == 0u) {
     st1(DW, g, torch_bn ? sb * rstd : sb);
     st1(DB, g, sa);
   }
@@ -324,9 +377,9 @@ void backward(uint g, uint R) {
     k = k * rstd;
     k = k / T(R);
     const T mdy = sa / T(R);
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+    for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll)
       [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-        uint r = r0 + u * 128u + tid;
+        uint r = r0 + u * LN + lane;
         if (r < R) {
           locate(g, r, a, c, s);
           st3(DX, a, c, s, (ld3(DY, a, c, s) - mdy - (ld3(BX, a, c, s) - mean) * k) * rstd * wb);
@@ -340,9 +393,12 @@ void backward(uint g, uint R) {
   // Layer / group norm with an Inf or NaN among the group's sums or statistics: torch CPU's own
   // formula, dx = rstd * a + b * x + c, whose b * x + c is NaN where the infinite b * x and c
   // cancel (x and mean of one sign); ours, b * (x - mean), would be an infinity there. Finite
-  // groups keep the form above (no cancellation for |mean| >> std). sa, sb, mean: uniform.
-  if (!per_channel && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb) || is_inf(mean) || is_nan(mean) ||
-                       is_inf(rstd) || is_nan(rstd))) {
+  // groups keep the form above (no cancellation for |mean| >> std). sa, sb, mean: uniform over
+  // the group; where the workgroup's groups share barriers, all of them take the extra totals
+  // when one needs them, and the finite ones then keep their form.
+  const bool nonfinite = !per_channel && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb) || is_inf(mean) ||
+                                          is_nan(mean) || is_inf(rstd) || is_nan(rstd));
+  if (LN < 128u ? wg_any(nonfinite) : nonfinite) {
     T ds, db = sa;
     if ((p.flags & NORM_TORCH_DX) != 0u) {
       // group norm: torch sums each channel first, ds = sum_c (sum_s dy * x) * w_c and db likewise
@@ -352,8 +408,8 @@ void backward(uint g, uint R) {
       const uint n0 = g / h_G, c0 = (g % h_G) * K;
       for (uint j = 0u; j < K; ++j) {
         pn = 0u;
-        for (uint s0 = 0u; s0 < h_S; s0 += 128u) {
-          const uint sj = s0 + tid;
+        for (uint s0 = 0u; s0 < h_S; s0 += LN) {
+          const uint sj = s0 + lane;
           if (sj < h_S) {
             const T dy = ld3(DY, n0, c0 + j, sj);
             acc_push(dy * ld3(BX, n0, c0 + j, sj), dy);
@@ -367,9 +423,9 @@ void backward(uint g, uint R) {
       }
     } else {
       pn = 0u;
-      for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+      for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll)
         [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-          uint r = r0 + u * 128u + tid;
+          uint r = r0 + u * LN + lane;
           if (r < R) {
             locate(g, r, a, c, s);
             acc_push(ld3(DY, a, c, s) * ld3(BX, a, c, s) * ld1_or(BW, c, T(1)), T(0));  // torch's dy * x * w
@@ -378,38 +434,39 @@ void backward(uint g, uint R) {
       T unused;
       acc_total(ds, unused);
     }
-    const T scale = T(1) / T(R);
-    // precise: torch's left-to-right order; rstd * rstd first would underflow for a tiny rstd
-    precise T tb = (db * mean - ds) * rstd;
-    tb = tb * rstd;
-    tb = tb * rstd;
-    tb = tb * scale;
-    precise T tc = -tb * mean - (db * rstd) * scale;
-    for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
-      [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-        uint r = r0 + u * 128u + tid;
-        if (r < R) {
-          locate(g, r, a, c, s);
-          st3(DX, a, c, s, rstd * (ld3(DY, a, c, s) * ld1_or(BW, c, T(1))) + tb * ld3(BX, a, c, s) + tc);
+    if (nonfinite) {
+      const T scale = T(1) / T(R);
+      // precise: torch's left-to-right order; rstd * rstd first would underflow for a tiny rstd
+      precise T tb = (db * mean - ds) * rstd;
+      tb = tb * rstd;
+      tb = tb * rstd;
+      tb = tb * scale;
+      precise T tc = -tb * mean - (db * rstd) * scale;
+      for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll)
+        [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
+          uint r = r0 + u * LN + lane;
+          if (r < R) {
+            locate(g, r, a, c, s);
+            st3(DX, a, c, s, rstd * (ld3(DY, a, c, s) * ld1_or(BW, c, T(1))) + tb * ld3(BX, a, c, s) + tc);
+          }
         }
-      }
-    return;
+      return;
+    }
   }
-  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll)
+  for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll)
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-      uint r = r0 + u * 128u + tid;
+      uint r = r0 + u * LN + lane;
       if (r < R) {
-        locate(g, r, a, c, s);
-        T ai = ld3(DY, a, c, s);
+        T ai = lde(DY, g, r);
         T dx;
         if (train) {
-          if (!per_channel) ai *= ld1_or(BW, c, T(1));
-          const T xh = (ld3(BX, a, c, s) - mean) * rstd;
+          if (!per_channel) ai *= ldc(BW, g, r, T(1));
+          const T xh = (lde(BX, g, r) - mean) * rstd;
           dx = rstd * wg * ((ai - ma) - xh * mb);
         } else {
           dx = ai * wg * rstd;
         }
-        st3(DX, a, c, s, dx);
+        ste(DX, g, r, dx);
       }
     }
 }
@@ -418,10 +475,10 @@ void backward(uint g, uint R) {
 // element with the statistics of its own group.
 void affine(uint c, uint R) {
   pn = 0u;
-  for (uint r0 = 0u; r0 < R; r0 += 128u * kUnroll) {
+  for (uint r0 = 0u; r0 < R; r0 += LN * kUnroll) {
     uint nv = 0u;
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-      uint r = r0 + u * 128u + tid;
+      uint r = r0 + u * LN + lane;
       if (r < R) {
         uint a = r / h_S, s = r - a * h_S;
         T mean, rstd;
@@ -445,7 +502,7 @@ void affine(uint c, uint R) {
   // (an invocation per sample; the lowering sets the flag only where its loop fits). sb: uniform.
   if ((p.flags & NORM_TORCH_DW) != 0u && (is_inf(sb) || is_nan(sb))) {
     pn = 0u;
-    for (uint a = tid; a < p.A; a += 128u) {
+    for (uint a = lane; a < p.A; a += LN) {
       T mean, rstd;
       stats_of(a * h_G + c / K, mean, rstd);
       T ds = T(0), db = T(0);
@@ -459,7 +516,7 @@ void affine(uint c, uint R) {
     T unused;
     acc_total(sb, unused);
   }
-  if (tid == 0u) {
+  if (lane == 0u) {
     st1(DW, c, sb);
     st1(DB, c, sa);
   }
@@ -473,17 +530,25 @@ void main() {
   }
   h_S = p.S;
   h_G = p.G;
-  tid = gl_LocalInvocationID.x;
+  LN = SPEC_LANES != 0u ? SPEC_LANES : p.lanes;
+  const uint vt = gl_LocalInvocationID.x;
+  lane = vt & (LN - 1u);
+  live = true;
   per_channel = (p.flags & NORM_PER_CHANNEL) != 0u;
   K = p.C / h_G;
-  const uint64_t g = group_index();
-  if (OP == OP_NORM_BWD_AFFINE) {
-    if (g >= uint64_t(p.C)) return;  // whole group: uniform
-    affine(uint(g), p.A * h_S);
+  const uint64_t wg = group_index(), per_wg = uint64_t(128u / LN);
+  if (OP == OP_NORM_BWD_AFFINE) {  // 128 lanes (lower_norm.cpp)
+    if (wg >= uint64_t(p.C)) return;  // whole group: uniform
+    affine(uint(wg), p.A * h_S);
     return;
   }
   const uint groups = per_channel ? p.C : p.A * h_G;
-  if (g >= uint64_t(groups)) return;
+  if (wg * per_wg >= uint64_t(groups)) return;  // the whole workgroup: uniform
+  // A group past the last (the workgroup's last slots) repeats the last group, storing nothing,
+  // so that every invocation meets the barriers.
+  uint64_t g = wg * per_wg + uint64_t(vt / LN);
+  live = g < uint64_t(groups);
+  if (!live) g = uint64_t(groups - 1u);
   const uint R = per_channel ? p.A * h_S : K * h_S;
   // OP_NORM_FWD / OP_NORM_BWD, or the row's opcode with the direction in the flags
   const bool bwd = OP == OP_NORM_BWD || (OP != OP_NORM_FWD && (p.flags & NORM_BACKWARD) != 0u);

@@ -18,6 +18,7 @@ namespace vkml::pc {
 #define NORM_TORCH_DX 64u  // group norm backward: torch's sums per channel first in the non-finite dx (lower_norm.cpp)
 #define NORM_TORCH_DW 32u  // group norm backward: a non-finite dw in torch CPU's per-sample form (lower_norm.cpp)
 #define NORM_LAYER 16u     // layer norm (the backward: its dw formula for non-finite statistics; the forward: not folded)
+#define NORM_ROWS 128u     // a group is one sample's channels (S = 1), strides within 2^31 bytes: rows addressing (norm.comp set_rows)
 
 PB_BEGIN(NormParams)
   u64 t[NORM_SLOTS];       // operand addresses by slot; 0 = absent
@@ -25,7 +26,7 @@ PB_BEGIN(NormParams)
   u64 eps; u64 momentum;   // raw scalars of the compute type (as EwParams' alpha)
   u32 dt[NORM_SLOTS];      // dtype codes by slot
   u32 A; u32 C; u32 S; u32 G;  // G: statistics groups per sample (per-sample mode; K = C / G)
-  u32 flags; u32 pad_[3];
+  u32 flags; u32 lanes; u32 pad_[2];  // lanes: invocations a statistics group (a power of two to 128)
 PB_END(NormParams)
 
 PC_BEGIN(NormPc)

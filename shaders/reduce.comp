@@ -1,7 +1,7 @@
 // variants: f32 f64 i64
 // out[k] = REDUCE over r of in[k, r]. One workgroup per output with a fixed-order tree; when the
 // grid has fewer groups than outputs (lower's choice for short rows) one invocation per output;
-// in column mode (pc.rows != 0, a strided reduced dim) one invocation per output and chunk.
+// in column mode (REDUCE_COLUMN, a strided reduced dim) one invocation per output and chunk.
 #version 460
 #define PC_REDUCE
 #extension GL_EXT_control_flow_attributes : require
@@ -180,7 +180,7 @@ void main() {
   uint dti = (DTYPES >> 8) & 0xffu;
   uint64_t esz = uint64_t(dsize(dti));
   uint64_t groups = uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y);
-  if (pc.pass == 2u && pc.rows != 0u) {
+  if (pc.pass == 2u && (pc.flags & REDUCE_COLUMN) != 0u) {
     column_partials();
     return;
   }
@@ -200,7 +200,7 @@ void main() {
     finish(uint(k), acc, idx);
     return;
   }
-  if (pc.rows != 0u) {  // column mode, pass 1 (reduce.h)
+  if ((pc.flags & REDUCE_COLUMN) != 0u) {  // column mode, pass 1 (reduce.h)
     fold_column();
     return;
   }
@@ -210,8 +210,8 @@ void main() {
   if (k >= uint64_t(pc.n_out)) return;  // whole group: uniform
   uint lo = 0u, hi = pc.n_red;
   if (pc.pass == 1u) {
-    lo = uint(g % uint64_t(pc.parts)) * kChunk;
-    hi = min(pc.n_red - lo, kChunk) + lo;
+    lo = uint(g % uint64_t(pc.parts)) * pc.rows;  // chunks of pc.rows, at most kChunk (reduce.h)
+    hi = min(pc.n_red - lo, pc.rows) + lo;
   }
   uint tid = gl_LocalInvocationID.x;
   uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));

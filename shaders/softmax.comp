@@ -6,7 +6,7 @@
 // (passes 1-3, lanes = 128). Max-subtracted; fixed-order tree sums over a row's lanes. A row of
 // up to lanes * NC elements (pass 0) is read once, into registers (NC per invocation, unrolled so
 // that all its loads are in flight together); its elements are visited in the same order either
-// way, so both give the same bytes.
+// way, so both give the same bytes. The trees are lanes.glsl's.
 #version 460
 #define PC_SOFTMAX
 #extension GL_EXT_control_flow_attributes : require
@@ -21,23 +21,11 @@ layout(local_size_x = 128) in;
 layout(constant_id = 2) const uint SPEC_LANES = 0u;
 layout(constant_id = 3) const uint SPEC_NK = 32u;
 #define LANES (SPEC ? SPEC_LANES : pc.lanes)
-
-shared T s_red[128];
+#include "lanes.glsl"
 
 // Tree over each row's lanes (lanes is uniform: every invocation meets every barrier); is_max
 // picks NaN-propagating max instead of +.
-T group_reduce(T v, bool is_max) {
-  const uint tid = gl_LocalInvocationID.x, lanes = LANES, lane = tid & (lanes - 1u);
-  s_red[tid] = v;
-  barrier();
-  for (uint s = lanes >> 1; s > 0u; s >>= 1) {
-    if (lane < s) s_red[tid] = is_max ? max_nan(s_red[tid], s_red[tid + s]) : s_red[tid] + s_red[tid + s];
-    barrier();
-  }
-  T r = s_red[tid - lane];
-  barrier();  // s_red is reused by the next call
-  return r;
-}
+T group_reduce(T v, bool is_max) { return lanes_reduce(v, is_max); }
 
 // Long rows (pc.pass 1-3, graph/families/softmax.h): chunk j = row * parts + chunk has the pair
 // (a, b) at partials + 16 j; row totals follow all chunks' pairs. Values in the compute type.
@@ -55,13 +43,15 @@ void put_pair(uint64_t j, T a, T b) {
 T pair_a(uint64_t j) { return load_T(pair_at(j), DT_PARTIAL); }
 T pair_b(uint64_t j) { return load_T(pair_at(j) + 8UL, DT_PARTIAL); }
 
-// Element d = lane + lanes k (k < NC) of the row: cached rows hold it at c[k].
+// Element d = lane + lanes k (k < NC) of the row: cached rows hold it at c[k]. a: the address of
+// element lane, q: the step to the lane's next element (lanes elements on).
 #define NC 32
 const uint NK = SPEC && SPEC_NK < NC ? SPEC_NK : NC;  // the cache's elements a lane
-void load_row(uint64_t b, int64_t step, uint dt, uint lane, uint hi, out T c[NC]) {
+void load_row(uint64_t a, int64_t q, uint dt, uint lane, uint hi, out T c[NC]) {
   [[unroll]] for (uint k = 0u; k < NK; ++k) {
     uint d = lane + LANES * k;
-    c[k] = d < hi ? load_T(b + uint64_t(int64_t(d) * step), dt) : T(0);
+    c[k] = d < hi ? load_T(a, dt) : T(0);
+    a += uint64_t(q);
   }
 }
 
@@ -76,7 +66,20 @@ void main() {
   if (row - uint64_t(tid / L) >= nrows) return;
   const bool live = row < nrows;
   if (!live) row = nrows - 1UL;
-  uint o = uint(row / uint64_t(pc.inner)), in_ = uint(row % uint64_t(pc.inner));
+  // The row's place: 32-bit division where the rows fit 32 bits (a 64-bit one is a long
+  // subroutine on GPUs, and per invocation, for 4 elements of a row of 128, it cost as much as
+  // they did), none where inner is 1 (softmax over the last dimension).
+  uint o, in_;
+  if (pc.inner == 1u) {
+    o = uint(row);
+    in_ = 0u;
+  } else if (nrows <= 0xffffffffUL) {
+    o = uint(row) / pc.inner;
+    in_ = uint(row) - o * pc.inner;
+  } else {
+    o = uint(row / uint64_t(pc.inner));
+    in_ = uint(row % uint64_t(pc.inner));
+  }
   uint dt0 = DTYPES & 0xffu, dt1 = (DTYPES >> 8) & 0xffu, dt2 = (DTYPES >> 16) & 0xffu;
   int64_t e0 = int64_t(dsize(dt0)), e1 = int64_t(dsize(dt1)), e2 = int64_t(dsize(dt2));
   uint64_t b0 = pc.t0 + uint64_t((int64_t(o) * pc.s0[0] + int64_t(in_) * pc.s0[2]) * e0);
@@ -88,6 +91,12 @@ void main() {
     lo = uint(gi % uint64_t(pc.parts)) * kChunk;
     hi = lo + min(pc.D - lo, kChunk);
   }
+  // Each lane walks its elements d = lo + lane, + L, ...: from the first one's address by a step
+  // (a 64-bit add an element instead of a 64-bit product).
+  const uint d1st = lo + lane;
+  const uint64_t a0 = b0 + uint64_t(int64_t(d1st) * d0), a1 = b1 + uint64_t(int64_t(d1st) * d1),
+                 a2 = b2 + uint64_t(int64_t(d1st) * d2);
+  const int64_t q0 = int64_t(L) * d0, q1 = int64_t(L) * d1, q2 = int64_t(L) * d2;
   const uint64_t row_pair = nrows * uint64_t(pc.parts) + row;  // the row totals (pass 2 -> 3)
   const bool fwd = OP == OP_LOG_SOFTMAX || OP == OP_SOFTMAX;
 
@@ -120,17 +129,19 @@ void main() {
     } else {
       m = -inf_T();
       if (cached) {
-        load_row(b1, d1, dt1, lane, hi, c);
+        load_row(a1, q1, dt1, lane, hi, c);
         [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) m = max_nan(m, c[k]);
       } else {
-        for (uint d = lo + lane; d < hi; d += L) m = max_nan(m, load_T(b1 + uint64_t(int64_t(d) * d1), dt1));
+        uint64_t a = a1;
+        for (uint d = d1st; d < hi; d += L, a += uint64_t(q1)) m = max_nan(m, load_T(a, dt1));
       }
       m = group_reduce(m, true);
       s = T(0);
       if (cached) {
         [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) s += exp_T(c[k] - m);
       } else {
-        for (uint d = lo + lane; d < hi; d += L) s += exp_T(load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m);
+        uint64_t a = a1;
+        for (uint d = d1st; d < hi; d += L, a += uint64_t(q1)) s += exp_T(load_T(a, dt1) - m);
       }
       s = group_reduce(s, false);
       if (pc.pass == 1u) {
@@ -140,16 +151,19 @@ void main() {
     }
     T ls = log_T(s), inv = T(1) / s;
     if (cached) {
+      uint64_t o0 = a0;
       [[unroll]] for (uint k = 0u; k < NK; ++k) {
         uint d = lane + L * k;
         T x = c[k] - m;
-        if (live && d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
+        if (live && d < hi) store_T(o0, dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
+        o0 += uint64_t(q0);
       }
       return;
     }
-    for (uint d = lo + lane; d < hi; d += L) {
-      T x = load_T(b1 + uint64_t(int64_t(d) * d1), dt1) - m;
-      if (live) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
+    uint64_t i1 = a1, o0 = a0;
+    for (uint d = d1st; d < hi; d += L, i1 += uint64_t(q1), o0 += uint64_t(q0)) {
+      T x = load_T(i1, dt1) - m;
+      if (live) store_T(o0, dt0, OP == OP_LOG_SOFTMAX ? x - ls : exp_T(x) * inv);
     }
   } else {  // OP_LOG_SOFTMAX_BWD, OP_SOFTMAX_BWD: t1 = grad_out (c), t2 = forward output (c2)
     bool lsm = OP == OP_LOG_SOFTMAX_BWD;
@@ -159,13 +173,14 @@ void main() {
     } else {
       s = T(0);
       if (cached) {
-        load_row(b1, d1, dt1, lane, hi, c);
-        load_row(b2, d2, dt2, lane, hi, c2);
+        load_row(a1, q1, dt1, lane, hi, c);
+        load_row(a2, q2, dt2, lane, hi, c2);
         [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) s += lsm ? c[k] : c[k] * c2[k];
       } else {
-        for (uint d = lo + lane; d < hi; d += L) {
-          T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
-          s += lsm ? g : g * load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
+        uint64_t i1 = a1, i2 = a2;
+        for (uint d = d1st; d < hi; d += L, i1 += uint64_t(q1), i2 += uint64_t(q2)) {
+          T g = load_T(i1, dt1);
+          s += lsm ? g : g * load_T(i2, dt2);
         }
       }
       s = group_reduce(s, false);
@@ -175,16 +190,19 @@ void main() {
       }
     }
     if (cached) {
+      uint64_t o0 = a0;
       [[unroll]] for (uint k = 0u; k < NK; ++k) {
         uint d = lane + L * k;
-        if (live && d < hi) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? c[k] - exp_T(c2[k]) * s : c2[k] * (c[k] - s));
+        if (live && d < hi) store_T(o0, dt0, lsm ? c[k] - exp_T(c2[k]) * s : c2[k] * (c[k] - s));
+        o0 += uint64_t(q0);
       }
       return;
     }
-    for (uint d = lo + lane; d < hi; d += L) {
-      T g = load_T(b1 + uint64_t(int64_t(d) * d1), dt1);
-      T y = load_T(b2 + uint64_t(int64_t(d) * d2), dt2);
-      if (live) store_T(b0 + uint64_t(int64_t(d) * d0), dt0, lsm ? g - exp_T(y) * s : y * (g - s));
+    uint64_t i1 = a1, i2 = a2, o0 = a0;
+    for (uint d = d1st; d < hi; d += L, i1 += uint64_t(q1), i2 += uint64_t(q2), o0 += uint64_t(q0)) {
+      T g = load_T(i1, dt1);
+      T y = load_T(i2, dt2);
+      if (live) store_T(o0, dt0, lsm ? g - exp_T(y) * s : y * (g - s));
     }
   }
 }

@@ -256,6 +256,50 @@ def test_full_reduction_paths_agree(dtype):
             assert torch.equal(results["dense"], x.sum())
 
 
+
+def _reduce_kernels(fn):
+    import vkml_torch
+    torch.vkml.synchronize()
+    with vkml_torch.profile() as p:
+        out = fn()
+        torch.vkml.synchronize()
+    return out, [name for name, *_ in p.kernels if "reduce" in name]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_few_outputs_split_into_chunks(dtype):
+    """Rows of at least 16,384 reduced to few outputs are cut into chunks of 4,096 towards 1,024
+    workgroups (graph/families/reduce.h kMinChunk), then the chunks' partials are combined in order:
+    a full reduction of 50,001 elements is 13 chunks, the last of 849, and 3 rows of 20,000 are 5
+    chunks each (two dispatches either way). Extremes at a chunk's first and last element, a tie
+    across chunks (the first index wins), sums against torch CPU (int64: exact)."""
+    for shape in ((50_001,), (3, 20_000)):
+        n = shape[-1]
+        x = (torch.randn(shape, generator=G) * 3).to(dtype) if dtype.is_floating_point else \
+            torch.randint(-100, 100, shape, generator=G)
+        x = x.reshape(-1, n)
+        x[0, 4096] = 1000   # the second chunk's first element ...
+        x[0, 3 * 4096 - 1] = 1000  # ... tied with the third's last: argmax is 4096
+        x[-1, n - 1] = -1000  # the last (short) chunk's last element: the minimum
+        x = x.reshape(shape)
+        xv = x.to(DEV)
+        dim = None if len(shape) == 1 else 1
+        for op in ("amax", "argmax", "amin", "argmin"):
+            f = (lambda t, op=op: getattr(t, op)()) if dim is None else (lambda t, op=op: getattr(t, op)(1))
+            got, kernels = _reduce_kernels(lambda: f(xv))
+            assert len(kernels) == 2, f"{op} {shape}: expected a chunk pass and a partials pass, ran {kernels}"
+            assert_close_row(row(op), got.cpu(), f(x), what=f"{op} {shape} {dtype}")
+        got, kernels = _reduce_kernels(lambda: xv.sum() if dim is None else xv.sum(1))
+        assert len(kernels) == 2, f"sum {shape}: ran {kernels}"
+        ref = x.sum() if dim is None else x.sum(1)
+        if dtype.is_floating_point:
+            scale = x.double().abs().sum() if dim is None else x.double().abs().sum(1)
+            assert_close_row(row("sum"), got.cpu(), (x.double().sum() if dim is None else x.double().sum(1)).to(dtype),
+                             scale, n, what=f"sum {shape}")
+        else:
+            assert torch.equal(got.cpu(), ref), f"sum {shape}: {got.cpu()} against {ref}"
+
+
 # ---- softmax --------------------------------------------------------------------------------------
 SM_SIZES = [1, 3, 5, 127, 513, 4096, 4099, 9000, 70001]  # 4096: one tile; 9000: three; 70001: passes 1-3
 

@@ -164,7 +164,7 @@ print("gemm dispatches", len([k for k in p.kernels if "gemm" in k[0]]))
 
 @pytest.mark.parametrize("groups,dispatches", [(None, 2), ("1", 1), ("4", 1), ("5", 2)])
 def test_split_threshold_from_the_environment(groups, dispatches):
-    """256x2048 @ 2048x128 is 4 tiles of 128x64: by default (128) K splits and a second dispatch
+    """256x2048 @ 2048x128 is 4 tiles of 128x64: by default (192) K splits and a second dispatch
     sums the chunks; VKML_GEMM_SPLIT_GROUPS=N splits only products of fewer than N tiles. Each
     result is checked against float64."""
     env = dict(os.environ)

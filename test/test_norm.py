@@ -375,8 +375,9 @@ def test_unscaled_inputs(dtype, kind):
 # ---- large grids, determinism --------------------------------------------------------------------
 
 def test_more_than_65535_groups():
-    """70,000 rows (layer norm; the backward's dw/db pass then has 70,000 channels) and 70,000
-    batch-norm channels: grids spread over two dimensions (VKML_MIN_SPEC=1 allows 65,535 per dim)."""
+    """70,000 rows (layer norm: rows of 3 share workgroups, 128 a workgroup; the backward's dw/db
+    pass then has 70,000 channels, a workgroup each) and 70,000 batch-norm channels: grids spread
+    over two dimensions (VKML_MIN_SPEC=1 allows 65,535 per dim)."""
     torch.manual_seed(8)
     x = torch.randn(70000, 3)
     g = torch.randn(70000, 3)
@@ -726,3 +727,42 @@ def test_an_infinity_in_every_position_of_a_trip_reaches_the_mean():
     assert torch.isnan(y.cpu()[1]).all() and torch.isnan(mean.cpu()[1]).all(), f"mean {mean.cpu()[1]}"
     assert torch.isfinite(y.cpu()[[0, 2]]).all()
     assert_close_row(row("layer_norm"), y.cpu()[[0, 2]], wy[[0, 2]], wy[[0, 2]].abs() + 1, n=1024)
+
+
+@pytest.mark.parametrize("where", ["none", "x", "dy"])
+def test_layer_norm_rows_sharing_a_workgroup(where):
+    """Layer norm's rows take about 16 elements a lane (lower_norm.cpp norm_lanes): rows of 40 have
+    4 lanes, 32 rows a workgroup, so 37 rows fill one workgroup and 5 slots of the next, whose other
+    slots repeat the last row. An infinity in one row's x or dy sends that row's backward through
+    torch CPU's form, whose extra totals the workgroup's other rows join (they share its barriers
+    where the row's lanes are not one subgroup's); they keep their own form. Every row against torch
+    CPU, forward and backward (dx, dw, db), non-finite values exactly."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(37, 40, generator=g) * 3 + 1
+    dy = torch.randn(37, 40, generator=g)
+    w, b = torch.randn(40, generator=g), torch.randn(40, generator=g)
+    if where != "none":
+        (x if where == "x" else dy)[33, 5] = math.inf
+    fwd = lambda x: A.native_layer_norm(x, [40], w.to(x.device), b.to(x.device), 1e-5)  # noqa: E731
+    got = [t.cpu() for t in fwd(x.to(DEV))]
+    ref = fwd(x)
+    e = nb.eps_of(torch.float32)
+    grp = nb.Groups(x.reshape(37, 40, 1), False)
+    sc = nb.forward(grp, w, b, 1e-5, e)
+    for i, what in enumerate(("y", "mean", "rstd")):
+        _close("layer_norm", got[i], ref[i], (sc[i][0].reshape(got[i].shape), 1), what)
+    mean, rstd = ref[1], ref[2]
+    bop = lambda dy, x: A.native_layer_norm_backward(dy, x, [40], mean.to(x.device), rstd.to(x.device),  # noqa: E731
+                                                     w.to(x.device), b.to(x.device), [True, True, True])
+    bgot = [t.cpu() for t in bop(dy.to(DEV), x.to(DEV))]
+    bref = bop(dy, x)
+    rows = [r for r in range(37) if r != 33 or where == "none"]  # finite rows: their bounds
+    bs = nb.backward(nb.Groups(x[rows].reshape(len(rows), 40, 1), False), dy[rows].reshape(len(rows), 40, 1), w,
+                     mean[rows], rstd[rows], e)
+    _close("layer_norm_backward", bgot[0][rows], bref[0][rows], (bs[0][0].reshape(len(rows), 40), 1), "dx")
+    if where != "none":
+        assert_close_row(row("layer_norm_backward"), bgot[0][33], bref[0][33], math.inf, what="dx of the row with the infinity")
+        assert not torch.isfinite(bref[0][33]).all(), "torch CPU's reference: a non-finite row"
+    else:
+        for i, what in ((1, "dw"), (2, "db")):
+            _close("layer_norm_backward", bgot[i], bref[i], (bs[i][0].reshape(bgot[i].shape), 1), what)

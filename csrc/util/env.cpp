@@ -36,7 +36,7 @@ Env read() {
   if (const char* m = std::getenv("VKML_FUSE")) e.fuse = !(*m && std::strcmp(m, "0") == 0);
   if (const char* m = std::getenv("VKML_FUSE_HIDDEN")) e.fuse_hidden = !(*m && std::strcmp(m, "0") == 0);
   if (const char* g = std::getenv("VKML_GEMM_PIPE")) e.gemm_pipe = g;
-  e.gemm_split_groups = integer("VKML_GEMM_SPLIT_GROUPS", 128);
+  e.gemm_split_groups = integer("VKML_GEMM_SPLIT_GROUPS", 192);
   if (e.gemm_split_groups < 1) e.gemm_split_groups = 1;
   if (const char* c = std::getenv("VKML_CONV_PIPE")) e.conv_pipe = c;
   e.specialize = integer("VKML_SPECIALIZE", -1);

@@ -19,7 +19,7 @@ struct Env {
   std::string cache_dir;      // VKML_CACHE_DIR=path: where the pipeline cache lives (default
                              // $XDG_CACHE_HOME/vkml or ~/.cache/vkml); VKML_CACHE_DIR=off: none
   std::string gemm_pipe;      // VKML_GEMM_PIPE=gemv|small|large|split|coopmat: force a matmul pipeline (tests)
-  int gemm_split_groups = 128;  // VKML_GEMM_SPLIT_GROUPS=N: a product of K >= 2048 with fewer tiles
+  int gemm_split_groups = 192;  // VKML_GEMM_SPLIT_GROUPS=N: a product of K >= 2048 with fewer tiles
                                 // than N splits K towards 2N workgroups (graph/families/gemm.h)
   std::string conv_pipe;      // VKML_CONV_PIPE=tiled|direct: force the convolution kernel where both run (tests)
   std::string rng;            // VKML_RNG=cpu: random ops draw on the host, torch CPU's stream (docs/random.md)

@@ -1,6 +1,8 @@
-// The norm family -> shaders/norm.comp: one workgroup per statistics group (dispatch 0), and for
-// the per-sample backward a second dispatch with one workgroup per channel for dw / db. The
-// operands' addresses, strides and dtypes go in a parameter block (shaders/norm.h).
+// The norm family -> shaders/norm.comp: the statistics groups (dispatch 0), and for the
+// per-sample backward a second dispatch with one workgroup per channel for dw / db. A group has
+// 128 lanes (a workgroup), but layer norm's rows take fewer, about 16 elements each, and share
+// workgroups (norm_lanes; their trees: shaders/lanes.glsl). The operands' addresses, strides and
+// dtypes go in a parameter block (shaders/norm.h).
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -56,6 +58,16 @@ bool fill(const Node& n, pc::NormParams& p, std::string& why) {
   }
   p.flags = (a.per_channel ? NORM_PER_CHANNEL : 0u) | (a.training ? NORM_TRAINING : 0u) |
             (a.var_given ? NORM_VAR_GIVEN : 0u) | (a.backward ? NORM_BACKWARD : 0u) | (a.layer ? NORM_LAYER : 0u);
+  // Rows addressing (norm.comp set_rows): a group is one sample's channels, and every step from
+  // one element to the next (a channel stride, or a 1-D operand's stride) fits 31 bits in bytes.
+  bool rows = !a.per_channel && p.S == 1;
+  for (int k = 0; k < nt && rows; ++k) {
+    const TensorDesc& t = n.t[k];
+    if (!t.addr) continue;
+    const int64_t step = t.strides[is3(a, k) ? 1 : 0] * int64_t(dtype_size(t.dtype));
+    rows = step > -(int64_t(1) << 31) && step < (int64_t(1) << 31);
+  }
+  if (rows) p.flags |= NORM_ROWS;
   p.eps = raw_scalar(Scalar{a.eps, 0}, compute_of(n.compute));
   p.momentum = raw_scalar(Scalar{a.momentum, 0}, compute_of(n.compute));
   const uint64_t per_sample = uint64_t(p.C / p.G) * p.S, per_channel = uint64_t(p.A) * p.S;
@@ -65,10 +77,21 @@ bool fill(const Node& n, pc::NormParams& p, std::string& why) {
   return true;
 }
 
-bool emit(Dispatch& d, const pc::NormParams& p, uint64_t groups, int32_t opcode, const Node& n, const Limits& lim,
-          std::string& why) {
+// Lanes of a statistics group: 128 (a workgroup), but for layer norm's rows the power of two that
+// gives about 16 elements each (a row of 512: 32 lanes, 4 rows a workgroup; on the H100, 4096
+// rows of 512 took 28 us with a row a workgroup, 24 us so, against CUDA's 11).
+// Group norm's non-finite backward forms loop with a stride of 128 lanes, so it keeps them.
+uint32_t norm_lanes(const NormArgs& a, uint64_t R) {
+  if (!a.layer || a.per_channel) return 128;
+  return uint32_t(std::clamp<uint64_t>(std::bit_ceil((R + 15) / 16), 1, 128));
+}
+
+bool emit(Dispatch& d, pc::NormParams& p, uint64_t groups, int32_t opcode, uint32_t lanes, const Node& n,
+          const Limits& lim, std::string& why) {
   if (!set_shader(d, "norm", compute_of(n.compute), lim, why)) return false;
-  if (!grid2(groups, lim, d)) return why = "too many groups", false;
+  p.lanes = lanes;
+  const uint64_t per_wg = 128 / lanes;
+  if (!grid2((groups + per_wg - 1) / per_wg, lim, d)) return why = "too many groups", false;
   d.opcode = opcode;
   put(d, pc::NormPc{});
   put_params(d, p, offsetof(pc::NormPc, params));
@@ -94,9 +117,10 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     if (fits(uint64_t(p.C / p.G) * ((uint64_t(p.S) + 127) / 128 + 16))) p.flags |= NORM_TORCH_DX;
   }
   const bool stats_pass = !a.backward || a.per_channel || p.t[NormArgs::dx];
-  if (stats_pass && !emit(out[count++], p, stat_groups, kRowOpcode, n, lim, why)) return -1;
+  const uint64_t group_terms = a.per_channel ? uint64_t(p.A) * p.S : uint64_t(p.C / p.G) * p.S;
+  if (stats_pass && !emit(out[count++], p, stat_groups, kRowOpcode, norm_lanes(a, group_terms), n, lim, why)) return -1;
   if (a.backward && !a.per_channel && (p.t[NormArgs::dw] || p.t[NormArgs::db]) &&
-      !emit(out[count++], p, p.C, OP_NORM_BWD_AFFINE, n, lim, why))
+      !emit(out[count++], p, p.C, OP_NORM_BWD_AFFINE, 128, n, lim, why))
     return -1;
   // norm.comp's specialization constant 1: slots 0-7's dtypes, 4 bits each
   uint32_t dtypes = 0;
@@ -105,17 +129,20 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     dtypes |= p.dt[k] << (4 * k);
   }
   spec_dtypes(out, count, lim, dtypes);
-  // Constants 2 and 3 beside it: the forward's cache trips (the power of two from 1 to 8 that
-  // holds a group of R; larger groups are not cached) and the counter's levels, one more than the
-  // bits of the most terms an invocation pushes (any path pushes at most one per element it
-  // visits, ceil(R / 128), e.g. group norm's torch-order dx and dw).
+  // Constants 2, 3 and 4 beside it: the forward's cache trips (the power of two from 1 to 8 that
+  // holds a group of R, 4 elements a lane a trip; larger groups are not cached), the counter's
+  // levels, one more than the bits of the most terms an invocation pushes (any path pushes at
+  // most one per element it visits, ceil(R / lanes), e.g. group norm's torch-order dx and dw),
+  // and the lanes.
   for (int k = 0; k < count; ++k) {
     if (out[k].nspec != 1) continue;
-    const uint64_t R = out[k].opcode == OP_NORM_BWD_AFFINE || a.per_channel ? uint64_t(p.A) * p.S
-                                                                           : uint64_t(p.C / p.G) * p.S;
-    out[k].spec[1] = uint32_t(std::min<uint64_t>(8, std::bit_ceil((R + 511) / 512)));
-    out[k].spec[2] = std::min(uint32_t(std::bit_width((R + 127) / 128)) + 1, 20u);
-    out[k].nspec = 3;
+    const bool affine = out[k].opcode == OP_NORM_BWD_AFFINE;
+    const uint64_t R = affine || a.per_channel ? uint64_t(p.A) * p.S : uint64_t(p.C / p.G) * p.S;
+    const uint64_t lanes = affine ? 128 : norm_lanes(a, R);
+    out[k].spec[1] = uint32_t(std::min<uint64_t>(8, std::bit_ceil((R + 4 * lanes - 1) / (4 * lanes))));
+    out[k].spec[2] = std::min(uint32_t(std::bit_width((R + lanes - 1) / lanes)) + 1, 20u);
+    out[k].spec[3] = uint32_t(lanes);
+    out[k].nspec = 4;
   }
   return count;
 }

@@ -42,7 +42,7 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     p.rstride[nr - 1 - d] = int32_t(rst[0][d]);
   }
   // The dense fast path: one reduced dim of stride 1 and every row's start aligned for the
-  // shader's 4-element loads (min(4 * size, 16) bytes; chunk starts are multiples of 65536).
+  // shader's 4-element loads (min(4 * size, 16) bytes; chunk starts are multiples of kMinChunk, 4096).
   const uint64_t esz = dtype_size(in.dtype), align = block4_align(in.dtype);
   bool dense = nr == 1 && rst[0][0] == 1 && in.addr % align == 0;
   for (int d = 0; d < nk && dense; ++d) dense = (uint64_t(kst[0][d]) * esz) % align == 0;
@@ -54,7 +54,8 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
     if (!partials) return why = "a reduction in two passes needs its scratch", -1;
     p.partials = partials;
     p.parts = uint32_t(split.parts);
-    p.rows = uint32_t(split.rows);
+    p.rows = uint32_t(split.rows ? split.rows : split.chunk);
+    if (split.rows) p.flags |= REDUCE_COLUMN;
     p.pass = 1;
     // column mode: an invocation per output (and chunk, in pass 1); row mode: a group per output
     const uint64_t per_pass2 = split.rows ? out_groups : uint64_t(n_out);

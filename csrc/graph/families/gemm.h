@@ -46,7 +46,10 @@ inline int64_t gemm_parts(int64_t B, int64_t M, int64_t N, int64_t K, uint32_t m
   const int64_t per_group = pipe == GemmPipe::gemv ? 32 : pipe == GemmPipe::small ? 1024 : 8192;
   const int64_t groups = std::max<int64_t>(1, (B * M * N + per_group - 1) / per_group);
   int64_t p = 1;
-  // (VKML_GEMM_SPLIT_GROUPS, 128 by default: the tile count below which K splits, towards twice it)
+  // (VKML_GEMM_SPLIT_GROUPS, 192 by default: the tile count below which K splits, towards twice
+  // it. 384 workgroups are about one wave of the large tile on the H100, 3 a multiprocessor: a
+  // transformer's weight gradients of 128 tiles, 2048x4096x512 and 512x4096x2048, took 471 and
+  // 493 us unsplit, 242 and 251 in 3 parts, 356 and 343 in 4 (two waves), docs/performance.md)
   const int64_t few = env().gemm_split_groups;
   if (K >= 2048 && groups < few) p = std::min<int64_t>({32, K / 512, (2 * few + groups - 1) / groups});
   // gemv: one output per 4 (columns) or 32 (dot) invocations, so m = 1 against a [16384, 4096]
