@@ -61,14 +61,20 @@ T ew_compute(T a, T b, uint64_t oo, uint dto, uint dta, uint dtb, uint dtc) {
   return r;
 }
 
-// The strided path: one element per invocation; byte offsets fit in 32 bits (lower checks).
+// The strided path: one element per invocation; byte offsets fit in 32 bits (lower checks). The
+// outermost dim's index is what is left (i < numel): one 32-bit division fewer an element.
 void strided(uint64_t i) {
   uint rem = uint(i);
   int so = 0, sa = 0, sb = 0;
   for (uint d = 0u; d < pc.ndim; ++d) {
-    uint n = uint(pc.shape[d]);
-    int c = int(rem % n);
-    rem /= n;
+    int c;
+    if (d + 1u < pc.ndim) {
+      uint n = uint(pc.shape[d]), q = rem / n;
+      c = int(rem - q * n);
+      rem = q;
+    } else {
+      c = int(rem);
+    }
     so += c * pc.st_out[d];
     sa += c * pc.st_a[d];
     sb += c * pc.st_b[d];

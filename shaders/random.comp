@@ -33,10 +33,10 @@ void offsets_of(uint64_t i, out int64_t off[3]) {
   [[unroll]] for (uint s = 0u; s < 3u; ++s) off[s] = int64_t(i);
   if ((p.flags & RNG_CONTIGUOUS) != 0u) return;
   [[unroll]] for (uint s = 0u; s < 3u; ++s) off[s] = 0L;
-  if (p.numel <= 0xffffffffUL) {
+  if (p.numel <= 0xffffffffUL) {  // the outermost dim's index is what is left (i < numel)
     uint r = uint(i);
     for (int d = int(p.ndim) - 1; d >= 0; --d) {
-      uint n = uint(p.size[d]), q = r / n;
+      uint n = uint(p.size[d]), q = d > 0 ? r / n : 0u;
       int64_t c = int64_t(r - q * n);
       r = q;
       [[unroll]] for (uint s = 0u; s < 3u; ++s) off[s] += c * p.st[s * 8u + uint(d)];
