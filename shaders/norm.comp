@@ -208,7 +208,6 @@ void forward(uint g, uint R) {
   set_rows(g, false);
   const T eps = from_raw(p.eps);
   T mean, rstd;
-  uint a, c, s;
   if (per_channel && (p.flags & NORM_TRAINING) == 0u) {  // eval batch norm: the running statistics
     mean = ld1(RMEAN, g);
     rstd = rsqrt_T(ld1(RVAR, g) + eps);

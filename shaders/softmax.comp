@@ -21,11 +21,7 @@ layout(local_size_x = 128) in;
 layout(constant_id = 2) const uint SPEC_LANES = 0u;
 layout(constant_id = 3) const uint SPEC_NK = 32u;
 #define LANES (SPEC ? SPEC_LANES : pc.lanes)
-#include "lanes.glsl"
-
-// Tree over each row's lanes (lanes is uniform: every invocation meets every barrier); is_max
-// picks NaN-propagating max instead of +.
-T group_reduce(T v, bool is_max) { return lanes_reduce(v, is_max); }
+#include "lanes.glsl"  // lanes_reduce: the tree over each row's lanes (max_nan or +)
 
 // Long rows (pc.pass 1-3, graph/families/softmax.h): chunk j = row * parts + chunk has the pair
 // (a, b) at partials + 16 j; row totals follow all chunks' pairs. Values in the compute type.
@@ -104,7 +100,7 @@ void main() {
     T m = -inf_T();
     if (fwd) {
       for (uint p = tid; p < pc.parts; p += 128u) m = max_nan(m, pair_a(row * uint64_t(pc.parts) + p));
-      m = group_reduce(m, true);
+      m = lanes_reduce(m, true);
     }
     T s = T(0);
     for (uint p = tid; p < pc.parts; p += 128u) {
@@ -112,7 +108,7 @@ void main() {
       if (!fwd) s += pair_a(j);
       else if (pair_a(j) != -inf_T() || m == -inf_T()) s += pair_b(j) * exp_T(pair_a(j) - m);  // all--inf chunks add 0
     }
-    s = group_reduce(s, false);
+    s = lanes_reduce(s, false);
     if (tid == 0u) put_pair(row_pair, m, s);
     return;
   }
@@ -135,7 +131,7 @@ void main() {
         uint64_t a = a1;
         for (uint d = d1st; d < hi; d += L, a += uint64_t(q1)) m = max_nan(m, load_T(a, dt1));
       }
-      m = group_reduce(m, true);
+      m = lanes_reduce(m, true);
       s = T(0);
       if (cached) {
         [[unroll]] for (uint k = 0u; k < NK; ++k) if (lane + L * k < hi) s += exp_T(c[k] - m);
@@ -143,7 +139,7 @@ void main() {
         uint64_t a = a1;
         for (uint d = d1st; d < hi; d += L, a += uint64_t(q1)) s += exp_T(load_T(a, dt1) - m);
       }
-      s = group_reduce(s, false);
+      s = lanes_reduce(s, false);
       if (pc.pass == 1u) {
         if (tid == 0u) put_pair(gi, m, s);
         return;
@@ -183,7 +179,7 @@ void main() {
           s += lsm ? g : g * load_T(i2, dt2);
         }
       }
-      s = group_reduce(s, false);
+      s = lanes_reduce(s, false);
       if (pc.pass == 1u) {
         if (tid == 0u) put_pair(gi, s, T(0));
         return;

@@ -4,7 +4,8 @@ reductions, big batches and grids beyond 65,535 workgroups give the CPU's answer
 llvmpipe (lavapipe, the CI device) silently ends a shader invocation after 65535 loop trips, so a
 kernel that loops over a long dimension in one workgroup returned a cut-short answer: the full
 sum of 100M ones was 1048544. Reductions, softmax rows and nll batches are now split into
-chunks of 65536 on every device (results depend on the length only, not on the device), gemm's
+chunks of at most 65536 on every device (reductions with few outputs into smaller ones; results
+depend on the shape only, not on the device), gemm's
 K on llvmpipe; gemm tiles are numbered over a 2-D grid. Sizes here are the largest the 2 GiB
 lavapipe heap holds in a few seconds; tensors of more than 2^31 elements are run on the H200
 (docs/testing.md gives the figures).

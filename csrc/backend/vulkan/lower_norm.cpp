@@ -80,7 +80,8 @@ bool fill(const Node& n, pc::NormParams& p, std::string& why) {
 // Lanes of a statistics group: 128 (a workgroup), but for layer norm's rows the power of two that
 // gives about 16 elements each (a row of 512: 32 lanes, 4 rows a workgroup; on the H100, 4096
 // rows of 512 took 28 us with a row a workgroup, 24 us so, against CUDA's 11).
-// Group norm's non-finite backward forms loop with a stride of 128 lanes, so it keeps them.
+// Group norm keeps 128: its non-finite backward forms are sized for a loop-limited driver
+// (lower_norm's fits) with 128 lanes.
 uint32_t norm_lanes(const NormArgs& a, uint64_t R) {
   if (!a.layer || a.per_channel) return 128;
   return uint32_t(std::clamp<uint64_t>(std::bit_ceil((R + 15) / 16), 1, 128));
@@ -118,7 +119,8 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   }
   const bool stats_pass = !a.backward || a.per_channel || p.t[NormArgs::dx];
   const uint64_t group_terms = a.per_channel ? uint64_t(p.A) * p.S : uint64_t(p.C / p.G) * p.S;
-  if (stats_pass && !emit(out[count++], p, stat_groups, kRowOpcode, norm_lanes(a, group_terms), n, lim, why)) return -1;
+  const uint32_t lanes = norm_lanes(a, group_terms);
+  if (stats_pass && !emit(out[count++], p, stat_groups, kRowOpcode, lanes, n, lim, why)) return -1;
   if (a.backward && !a.per_channel && (p.t[NormArgs::dw] || p.t[NormArgs::db]) &&
       !emit(out[count++], p, p.C, OP_NORM_BWD_AFFINE, 128, n, lim, why))
     return -1;
@@ -137,11 +139,10 @@ int lower_norm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   for (int k = 0; k < count; ++k) {
     if (out[k].nspec != 1) continue;
     const bool affine = out[k].opcode == OP_NORM_BWD_AFFINE;
-    const uint64_t R = affine || a.per_channel ? uint64_t(p.A) * p.S : uint64_t(p.C / p.G) * p.S;
-    const uint64_t lanes = affine ? 128 : norm_lanes(a, R);
-    out[k].spec[1] = uint32_t(std::min<uint64_t>(8, std::bit_ceil((R + 4 * lanes - 1) / (4 * lanes))));
-    out[k].spec[2] = std::min(uint32_t(std::bit_width((R + lanes - 1) / lanes)) + 1, 20u);
-    out[k].spec[3] = uint32_t(lanes);
+    const uint64_t R = affine ? uint64_t(p.A) * p.S : group_terms, L = affine ? 128 : lanes;
+    out[k].spec[1] = uint32_t(std::min<uint64_t>(8, std::bit_ceil((R + 4 * L - 1) / (4 * L))));
+    out[k].spec[2] = std::min(uint32_t(std::bit_width((R + L - 1) / L)) + 1, 20u);
+    out[k].spec[3] = uint32_t(L);
     out[k].nspec = 4;
   }
   return count;
