@@ -4,8 +4,9 @@ all of them), so settings read once per process (VKML_* variables) can be compar
 
   python3 scripts/gpu_ab.py CASES LABEL=ENV[,ENV...] [LABEL=...]  e.g. s127=VKML_GEMM_SPLIT_GROUPS=127 new=
   python3 scripts/gpu_ab.py CASES cuda                               torch CUDA, no vkml (a label)
-CASES: ';'-separated: gemm:M,K,N[,t]  (t: A is the transpose of a contiguous [K, M], a weight gradient)
-                      h16:M,K,N  (float16 operands and result)
+CASES: ';'-separated: gemm:M,K,N[,t][,bt]  (t: A is the transpose of a contiguous [K, M], a weight
+                          gradient; bt: B the transpose of a contiguous [N, K], nn.Linear's forward)
+                      h16:M,K,N[,t][,bt]  (float16 operands and result)
                       sum0:R,C  (x.sum(0) of a contiguous [R, C])   sum1:R,C  (x.sum(1))
                       drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)   sm:R,C  (softmax over rows)
                       lnb:R,C  (layer_norm's backward: dx, dw, db)   full:N  (x.sum() of N elements)
@@ -28,7 +29,7 @@ def parse(cases):
     for c in cases.split(";"):
         kind, dims = c.split(":")
         parts = dims.split(",")
-        out.append((kind, [int(v) for v in parts if v != "t"], "t" in parts, c))
+        out.append((kind, [int(v) for v in parts if v not in ("t", "bt")], ("t" in parts, "bt" in parts), c))
     return out
 
 
@@ -53,8 +54,8 @@ def child(cases, devname):
     for kind, d, tr, name in parse(cases):
         if kind in ("gemm", "h16"):
             M, K, N = d
-            A = torch.randn(K, M, generator=g).t() if tr else torch.randn(M, K, generator=g)
-            B = torch.randn(K, N, generator=g)
+            A = torch.randn(K, M, generator=g).t() if tr[0] else torch.randn(M, K, generator=g)
+            B = torch.randn(N, K, generator=g).t() if tr[1] else torch.randn(K, N, generator=g)
             if kind == "h16":
                 A, B = A.half(), B.half()
             ref = (A.double() @ B.double())

@@ -1,8 +1,8 @@
 // variants: f32 f64
 // Layer, group and batch norm over [A, C, S] views (shaders/norm.h). Each statistics group has
-// LANES invocations (per-sample mode: group a * G + g over C/G channels x S, 128 / LANES groups a
-// workgroup, LANES from the group size: lower_norm.cpp; per-channel mode: channel c over A x S,
-// 128 lanes); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and bias gradients of
+// LANES invocations, 128 / LANES groups a workgroup (per-sample mode: group a * G + g over C/G
+// channels x S; per-channel mode: channel c over A x S; LANES from the group size:
+// lower_norm.cpp's norm_lanes); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and bias gradients of
 // the per-sample mode. Sums are pairwise within an invocation, then a fixed tree over the group's
 // lanes (lanes.glsl): the same bytes every run, and an error that grows with log2 of the group
 // size (docs/normalization.md).
@@ -361,9 +361,13 @@ void backward(uint g, uint R) {
         }
         push_trip(nv);
       }
-      acc_total(sa, sb);  // uniform: every invocation takes the same pass count
-      if (torch_bn || !per_channel || !train || !(is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb))) break;
-      torch_bn = true;
+      acc_total(sa, sb);
+      // A second pass where a training batch norm's sums came out non-finite. Uniform: where the
+      // workgroup's channels share the trees' barriers, all of them take it when one needs it, and
+      // the others sum the same terms in the same order again (the same totals).
+      const bool again = per_channel && train && !torch_bn && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb));
+      if (!(LN < 128u ? wg_any(again) : again)) break;
+      torch_bn = torch_bn || again;
     }
   }
   if (per_channel && lane == 0u) {
@@ -397,7 +401,9 @@ void backward(uint g, uint R) {
   // when one needs them, and the finite ones then keep their form.
   const bool nonfinite = !per_channel && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb) || is_inf(mean) ||
                                           is_nan(mean) || is_inf(rstd) || is_nan(rstd));
-  if (LN < 128u ? wg_any(nonfinite) : nonfinite) {
+  // (per_channel: uniform over the dispatch; a batch norm channel that took torch's order above
+  // has returned, so its workgroup's others must not meet wg_any's barriers)
+  if (!per_channel && (LN < 128u ? wg_any(nonfinite) : nonfinite)) {
     T ds, db = sa;
     if ((p.flags & NORM_TORCH_DX) != 0u) {
       // group norm: torch sums each channel first, ds = sum_c (sum_s dy * x) * w_c and db likewise

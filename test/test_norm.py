@@ -375,9 +375,10 @@ def test_unscaled_inputs(dtype, kind):
 # ---- large grids, determinism --------------------------------------------------------------------
 
 def test_more_than_65535_groups():
-    """70,000 rows (layer norm: rows of 3 share workgroups, 128 a workgroup; the backward's dw/db
-    pass then has 70,000 channels, a workgroup each) and 70,000 batch-norm channels: grids spread
-    over two dimensions (VKML_MIN_SPEC=1 allows 65,535 per dim)."""
+    """The backward's dw/db pass over 70,000 channels, a workgroup each: a grid spread over two
+    dimensions (VKML_MIN_SPEC=1 allows 65,535 per dim). Beside it 70,000 rows of 3 and 70,000
+    batch-norm channels of 3, whose groups share workgroups (128 a workgroup, 547 workgroups;
+    lavapipe took 37 s for the batch norm with a workgroup a channel)."""
     torch.manual_seed(8)
     x = torch.randn(70000, 3)
     g = torch.randn(70000, 3)
@@ -766,3 +767,37 @@ def test_layer_norm_rows_sharing_a_workgroup(where):
     else:
         for i, what in ((1, "dw"), (2, "db")):
             _close("layer_norm_backward", bgot[i], bref[i], (bs[i][0].reshape(bgot[i].shape), 1), what)
+
+
+@pytest.mark.parametrize("where", ["none", "x", "dy"])
+def test_batch_norm_channels_sharing_a_workgroup(where):
+    """Batch norm's channels take about 16 elements a lane too (lower_norm.cpp norm_lanes): a batch
+    of 20 gives 2 lanes, 64 channels a workgroup, so 70 channels fill one workgroup and 6 slots of
+    the next. An infinity in channel 5's x (non-finite statistics) or dy (non-finite sums: the
+    backward's second pass in torch CPU's order, which the workgroup's other channels join and
+    whose totals they compute again unchanged) leaves the other channels equal to torch CPU's;
+    channel 5, weighted 0, gets torch's NaNs (inf * 0). Training forward (y, mean, invstd, running
+    statistics) and backward (dx, dw, db), lazily and in check mode."""
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(20, 70, generator=g) * 2 - 1
+    dy = torch.randn(20, 70, generator=g)
+    w, b = torch.randn(70, generator=g), torch.randn(70, generator=g)
+    w[5] = 0.0
+    if where != "none":
+        (x if where == "x" else dy)[7, 5] = math.inf
+    rm, rv = torch.randn(70, generator=g), torch.rand(70, generator=g) + 0.5
+    ref_rm, ref_rv = rm.clone(), rv.clone()
+    ref = A.native_batch_norm(x, w, b, ref_rm, ref_rv, True, 0.1, 1e-5)
+    bargs = (dy, x, w, None, None, ref[1], ref[2], True, 1e-5, [True, True, True])
+    bref = A.native_batch_norm_backward(*bargs)
+    if where == "dy":
+        assert torch.isnan(bref[0][:, 5]).all(), "torch CPU's reference: dx of channel 5 is NaN"
+    for check in (False, True):
+        with check_mode() if check else contextlib.nullcontext():
+            rmd, rvd = rm.to(DEV), rv.to(DEV)
+            got = [t.cpu() for t in A.native_batch_norm(x.to(DEV), w.to(DEV), b.to(DEV), rmd, rvd, True, 0.1, 1e-5)]
+            bgot = [t.cpu() for t in A.native_batch_norm_backward(*[a.to(DEV) if torch.is_tensor(a) else a for a in bargs])]
+        for name, gt, rf in [*zip(("y", "mean", "invstd"), got, ref), ("running mean", rmd.cpu(), ref_rm),
+                             ("running var", rvd.cpu(), ref_rv), *zip(("dx", "dw", "db"), bgot, bref)]:
+            r = row("batch_norm_backward" if name in ("dx", "dw", "db") else "batch_norm")
+            assert_close_row(r, gt, rf, rf.abs() + 1, n=20, what=f"{name}, infinity in {where} (check={check})")

@@ -77,13 +77,14 @@ bool fill(const Node& n, pc::NormParams& p, std::string& why) {
   return true;
 }
 
-// Lanes of a statistics group: 128 (a workgroup), but for layer norm's rows the power of two that
-// gives about 16 elements each (a row of 512: 32 lanes, 4 rows a workgroup; on the H100, 4096
-// rows of 512 took 28 us with a row a workgroup, 24 us so, against CUDA's 11).
+// Lanes of a statistics group: 128 (a workgroup), but for layer norm's rows and batch norm's
+// channels the power of two that gives about 16 elements each (a row of 512: 32 lanes, 4 rows a
+// workgroup; on the H100, 4096 rows of 512 took 28 us with a row a workgroup, 24 us so, against
+// CUDA's 11; a BatchNorm1d channel of a batch of 64: 4 lanes, 32 channels a workgroup).
 // Group norm keeps 128: its non-finite backward forms are sized for a loop-limited driver
 // (lower_norm's fits) with 128 lanes.
 uint32_t norm_lanes(const NormArgs& a, uint64_t R) {
-  if (!a.layer || a.per_channel) return 128;
+  if (!a.layer && !a.per_channel) return 128;
   return uint32_t(std::clamp<uint64_t>(std::bit_ceil((R + 15) / 16), 1, 128));
 }
 
