@@ -10,6 +10,7 @@ CASES: ';'-separated: gemm:M,K,N[,t][,bt]  (t: A is the transpose of a contiguou
                       sum0:R,C  (x.sum(0) of a contiguous [R, C])   sum1:R,C  (x.sum(1))
                       drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)   sm:R,C  (softmax over rows)
                       lnb:R,C  (layer_norm's backward: dx, dw, db)   full:N  (x.sum() of N elements)
+                      bn:R,C  (training batch norm over the R rows of each of C channels)
 Each child warms the GPU clock for 1 s, then per case (bench/timing.py's measure): the median of
 5 runs of enough calls for ~50 ms, a sync ending each run; the max error against float64 on the CPU; and, on vkml, the
 kernels' GPU times from vkml_torch.profile(). AB_WARM_N: the warm-up product's size (64 on
@@ -86,6 +87,13 @@ def child(cases, devname):
             Xd, Gd, Wd, md, rd = (t.to(dev) for t in (X, G, W, m, r))
             fn = lambda: torch.ops.aten.native_layer_norm_backward(Gd, Xd, [C], md, rd, Wd, Wd, [True, True, True])[0]  # noqa: E731
             flop = 12 * R * C
+        elif kind == "bn":  # training batch norm of [R, C] (BatchNorm1d, C channels); rate: GB/s of x read, y written
+            R, C = d
+            X = torch.randn(R, C, generator=g)
+            ref = torch.nn.functional.batch_norm(X.double(), None, None, training=True)
+            Xd = X.to(dev)
+            fn = lambda: torch.nn.functional.batch_norm(Xd, None, None, training=True)  # noqa: E731
+            flop = 8 * R * C
         elif kind == "full":  # x.sum() of N elements; rate: GB/s read
             N, = d
             X = torch.randn(N, generator=g)
