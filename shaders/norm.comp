@@ -2,10 +2,10 @@
 // Layer, group and batch norm over [A, C, S] views (shaders/norm.h). Each statistics group has
 // LANES invocations, 128 / LANES groups a workgroup (per-sample mode: group a * G + g over C/G
 // channels x S; per-channel mode: channel c over A x S; LANES from the group size:
-// lower_norm.cpp's norm_lanes); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and bias gradients of
-// the per-sample mode. Sums are pairwise within an invocation, then a fixed tree over the group's
-// lanes (lanes.glsl): the same bytes every run, and an error that grows with log2 of the group
-// size (docs/normalization.md).
+// lower_norm.cpp's norm_lanes); OP_NORM_BWD_AFFINE: one workgroup per channel for the weight and
+// bias gradients of the per-sample mode. Sums are pairwise within an invocation, then a fixed
+// tree over the group's lanes (lanes.glsl): the same bytes every run, and an error that grows
+// with log2 of the group size (docs/normalization.md).
 #version 460
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -365,7 +365,8 @@ void backward(uint g, uint R) {
       // A second pass where a training batch norm's sums came out non-finite. Uniform: where the
       // workgroup's channels share the trees' barriers, all of them take it when one needs it, and
       // the others sum the same terms in the same order again (the same totals).
-      const bool again = per_channel && train && !torch_bn && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb));
+      const bool again =
+          per_channel && train && !torch_bn && (is_inf(sa) || is_nan(sa) || is_inf(sb) || is_nan(sb));
       if (!(LN < 128u ? wg_any(again) : again)) break;
       torch_bn = torch_bn || again;
     }
