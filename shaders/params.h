@@ -42,11 +42,13 @@ PC_BEGIN(ReduceParams)
   u64 partials;  // two passes (graph/families/reduce.h): values (8 bytes each), then u32 indices
   u32 pass;      // 0: one pass; 1: chunks -> partials; 2: partials -> out
   u32 parts;     // partials per output
-  u32 flags;     // REDUCE_DENSE, REDUCE_COLUMN
-  u32 rows;      // reduced indices per chunk (reduce.h): column mode's (passes 1 and 2), row mode's (pass 1)
+  u32 flags;     // REDUCE_DENSE, REDUCE_COLUMN, REDUCE_LANES
+  u32 rows;      // reduced indices per chunk (reduce.h): column mode's (passes 1 and 2), row mode's
+                 // (pass 1); with REDUCE_LANES, the lanes of a row (pass 0)
 PC_END(ReduceParams)
 #define REDUCE_DENSE 1u   // the reduced dim is dense (stride 1) and every row's start aligned for ld_block4
 #define REDUCE_COLUMN 2u  // column mode (reduce.h): an invocation per output and chunk
+#define REDUCE_LANES 4u   // rows share workgroups: `rows` lanes a row, 128 / rows rows a workgroup
 #endif
 
 // gemm.comp: C[b,m,n] = beta * bias[b,m,n] + alpha * sum_k A[b,m,k] * B[b,k,n]; element strides

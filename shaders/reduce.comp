@@ -1,7 +1,9 @@
 // variants: f32 f64 i64
-// out[k] = REDUCE over r of in[k, r]. One workgroup per output with a fixed-order tree; when the
-// grid has fewer groups than outputs (lower's choice for short rows) one invocation per output;
-// in column mode (REDUCE_COLUMN, a strided reduced dim) one invocation per output and chunk.
+// out[k] = REDUCE over r of in[k, r]. One workgroup per output with a fixed-order tree; rows of
+// up to 1,024 share workgroups (REDUCE_LANES: pc.rows lanes a row, about 16 elements a lane, its
+// own tree); when the grid has fewer groups than outputs otherwise (lower's choice for short
+// rows) one invocation per output; in column mode (REDUCE_COLUMN, a strided reduced dim) one
+// invocation per output and chunk.
 #version 460
 #define PC_REDUCE
 #extension GL_EXT_control_flow_attributes : require
@@ -94,14 +96,15 @@ const uint kChunk = 65536u;  // kReduceChunk
 uint64_t partial_val(uint64_t j) { return pc.partials + j * 8UL; }
 uint64_t partial_idx(uint64_t j) { return pc.partials + uint64_t(pc.n_out) * uint64_t(pc.parts) * 8UL + j * 4UL; }
 
-// The tree over the workgroup's 128 accumulators; the result is in s_val[0], s_idx[0].
-void tree(T acc, uint idx) {
-  uint tid = gl_LocalInvocationID.x;
+// The tree over each row's L accumulators (L lanes: a power of two, uniform; 128, the whole
+// workgroup, but for rows sharing it); row r's result is in s_val[r * L], s_idx[r * L].
+void tree(T acc, uint idx, uint L) {
+  uint tid = gl_LocalInvocationID.x, lane = tid & (L - 1u);
   s_val[tid] = acc;
   s_idx[tid] = idx;
   barrier();
-  for (uint s = 64u; s > 0u; s >>= 1) {
-    if (tid < s) {
+  for (uint s = L >> 1; s > 0u; s >>= 1) {
+    if (lane < s) {
       T x = s_val[tid];
       uint ix = s_idx[tid];
       combine(x, ix, s_val[tid + s], s_idx[tid + s]);
@@ -125,7 +128,7 @@ void combine_partials(uint64_t k) {
         combine(acc, idx, load_T(partial_val(j0 + p), DT_PARTIAL), ld_word(partial_idx(j0 + p)));
     }
   }
-  tree(acc, idx);
+  tree(acc, idx, 128u);
   if (tid == 0u) finish(uint(k), s_val[0], s_idx[0]);
 }
 
@@ -189,7 +192,8 @@ void main() {
     if (k < uint64_t(pc.n_out)) combine_partials(k);
     return;
   }
-  if (pc.pass == 0u && groups < uint64_t(pc.n_out)) {  // one invocation per output, sequential
+  const bool lanes = (pc.flags & REDUCE_LANES) != 0u;
+  if (pc.pass == 0u && groups < uint64_t(pc.n_out) && !lanes) {  // one invocation per output, sequential
     uint64_t k = global_index();
     if (k >= uint64_t(pc.n_out)) return;
     uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
@@ -204,29 +208,40 @@ void main() {
     fold_column();
     return;
   }
-  // one workgroup per output (pass 0) or per chunk of an output's row (pass 1)
+  // one workgroup per output (pass 0) or per chunk of an output's row (pass 1); or, with
+  // REDUCE_LANES, 128 / L rows a workgroup (pass 0), L lanes each: a workgroup's last slots past
+  // the last row repeat it and store nothing, so that every invocation meets the tree's barriers
+  const uint L = lanes ? pc.rows : 128u, tid = gl_LocalInvocationID.x, lane = tid & (L - 1u);
   uint64_t g = group_index();
   uint64_t k = pc.pass == 1u ? g / uint64_t(pc.parts) : g;
+  bool live = true;
+  if (lanes) {
+    const uint64_t first = g * uint64_t(128u / L);
+    if (first >= uint64_t(pc.n_out)) return;  // whole group: uniform
+    k = first + uint64_t(tid / L);
+    live = k < uint64_t(pc.n_out);
+    if (!live) k = uint64_t(pc.n_out - 1u);
+  }
   if (k >= uint64_t(pc.n_out)) return;  // whole group: uniform
   uint lo = 0u, hi = pc.n_red;
   if (pc.pass == 1u) {
     lo = uint(g % uint64_t(pc.parts)) * pc.rows;  // chunks of pc.rows, at most kChunk (reduce.h)
     hi = min(pc.n_red - lo, pc.rows) + lo;
   }
-  uint tid = gl_LocalInvocationID.x;
   uint64_t base = pc.src + uint64_t(kept_offset(uint(k)) * int64_t(esz));
   T acc = identity();
   uint idx = 0xffffffffu;
   // The order is the same on both paths (so their results are the same bytes): trips of kUnroll
-  // blocks of 512 elements; invocation tid folds elements 4 tid .. 4 tid + 3 of each block into
-  // its accumulator, in order. REDUCE_DENSE (the reduced dim is dense and every row's start
-  // aligned, lower_reduce.cpp): a block's 4 elements are one 16-byte (or 8- or 4-byte) load.
+  // blocks of 4 L elements (512 for a workgroup a row); lane l folds elements 4 l .. 4 l + 3 of
+  // each block into its accumulator, in order. REDUCE_DENSE (the reduced dim is dense and every
+  // row's start aligned, lower_reduce.cpp): a block's 4 elements are one 16-byte (or 8- or
+  // 4-byte) load.
   const bool dense = (pc.flags & REDUCE_DENSE) != 0u;
-  const uint step = 512u * kUnroll, trips = (hi - lo + step - 1u) / step;  // hi - lo <= 65536
+  const uint step = 4u * L * kUnroll, trips = (hi - lo + step - 1u) / step;  // hi - lo <= 65536
   for (uint t = 0u; t < trips; ++t) {
     uint r0 = lo + t * step;  // a multiple of 4096 below 2^32 - 2048: r0 + 4095 does not wrap
     [[unroll]] for (uint u = 0u; u < kUnroll; ++u) {
-      uint r = r0 + u * 512u + 4u * tid;
+      uint r = r0 + u * 4u * L + 4u * lane;
       if (dense && r + 4u <= hi) {
         uint64_t e[4];
         ld_block4(base + uint64_t(r) * esz, uint(esz), e);
@@ -237,12 +252,12 @@ void main() {
       }
     }
   }
-  tree(acc, idx);
-  if (tid != 0u) return;
+  tree(acc, idx, L);
+  if (lane != 0u || !live) return;
   if (pc.pass == 1u) {
     store_T(partial_val(g), DT_PARTIAL, s_val[0]);
     st_word(partial_idx(g), s_idx[0]);
   } else {
-    finish(uint(k), s_val[0], s_idx[0]);
+    finish(uint(k), s_val[tid], s_idx[tid]);
   }
 }

@@ -8,6 +8,8 @@ whose start is not aligned for the blocks (x[1:]), take the general one. Both pa
 elements in the same order, so their results must be the same bytes (and the same bytes twice);
 each is also compared with torch CPU within the row's tolerance.
 """
+import math
+
 import pytest
 import torch
 
@@ -183,6 +185,30 @@ def test_reduction_paths_agree(dtype, op):
             assert_close_row(row(op), results[path], ref, scale, n, what=f"{op} n={n} {path}")
         results["dense again"] = fn(x.to(DEV)).cpu()
         _same_bytes(results, f"{op} {dtype} n={n}")
+
+
+@pytest.mark.parametrize("n", [40, 300, 1024])
+def test_rows_sharing_a_workgroup(n):
+    """Rows of up to 1,024 share workgroups (lower_reduce.cpp, REDUCE_LANES): about 16 elements a
+    lane, so rows of 40 take 4 lanes and 32 rows a workgroup, 300 take 32 lanes (4 rows), 1,024
+    take 64 (2 rows); 37 rows leave the last workgroup's other slots repeating the last row. Each
+    row's sum, amax, argmax (a maximum twice, the first index wins; a NaN in row 35) and all()
+    (bool, the any/all composite's amin) against torch CPU, and dense, strided and misaligned rows
+    the same bytes."""
+    x = torch.stack([_values(n, torch.float32, special=False) for _ in range(37)])
+    x[3, n // 3], x[3, n - 2] = 1e30, 1e30
+    x[35, n // 2] = math.nan
+    fns = {"sum": lambda t: t.sum(1), "amax": lambda t: t.amax(1), "argmax": lambda t: t.argmax(1)}
+    for op, fn in fns.items():
+        ref = fn(x.double()).to(fn(x).dtype) if op == "sum" else fn(x)
+        scale = x.double().abs().nan_to_num(posinf=0, neginf=0).sum(1) if op == "sum" else None
+        results = {path: fn(t).cpu() for path, t in _row_layouts(x).items()}
+        for path, got in results.items():
+            assert_close_row(row(op), got, ref, scale, n, what=f"{op} n={n} {path}")
+        _same_bytes(results, f"{op} n={n}")
+    b = x > -1.0
+    b[7] = True
+    assert torch.equal(b.to(DEV).all(1).cpu(), b.all(1)) and bool(b.all(1)[7]) and not bool(b.all(1)[0])
 
 
 # Column mode (graph/families/reduce.h): when the reduced dims' innermost is strided and the kept

@@ -1,4 +1,6 @@
 // The reduce family -> shaders/reduce.comp: kept dims and reduced dims, each merged to at most 4.
+#include <algorithm>
+#include <bit>
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -69,7 +71,17 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   // The shader runs one invocation per output exactly when the grid has fewer groups than outputs:
   // for short rows, and for strided ones short enough for one chunk (column mode, one pass).
   const bool per_output = (n_red <= kShortRow || split.rows) && n_out > 1;
-  if (!grid2(per_output ? out_groups : uint64_t(n_out), lim, out[0])) return why = "too many groups", -1;
+  // Rows of up to 1,024 share workgroups (REDUCE_LANES): the power of two that gives about 16
+  // elements a lane, 128 / lanes rows a workgroup (rows of 128: 8 lanes, 16 rows a workgroup),
+  // as softmax and layer norm do; a workgroup a row left most of its invocations idle.
+  const uint64_t lanes =
+      per_output || n_out <= 1 ? 128 : std::clamp<uint64_t>(std::bit_ceil(uint64_t(n_red + 15) / 16), 1, 128);
+  if (lanes < 128) {
+    p.flags |= REDUCE_LANES;
+    p.rows = uint32_t(lanes);
+  }
+  const uint64_t groups = per_output ? out_groups : (uint64_t(n_out) + 128 / lanes - 1) / (128 / lanes);
+  if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
   return spec_dtypes(out, 1, lim, p.dtypes);
 }
