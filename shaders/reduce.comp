@@ -97,7 +97,9 @@ uint64_t partial_val(uint64_t j) { return pc.partials + j * 8UL; }
 uint64_t partial_idx(uint64_t j) { return pc.partials + uint64_t(pc.n_out) * uint64_t(pc.parts) * 8UL + j * 4UL; }
 
 // The tree over each row's L accumulators (L lanes: a power of two, uniform; 128, the whole
-// workgroup, but for rows sharing it); row r's result is in s_val[r * L], s_idx[r * L].
+// workgroup, but for rows sharing it); row r's result is in s_val[r * L], s_idx[r * L]. The same
+// shape as lanes.glsl's (softmax, norm), but over value-index pairs with the op's combine
+// (argmax's ties and NaNs).
 void tree(T acc, uint idx, uint L) {
   uint tid = gl_LocalInvocationID.x, lane = tid & (L - 1u);
   s_val[tid] = acc;

@@ -138,6 +138,16 @@ inline uint64_t block4_align(DType d) {
   return esz * 4 < 16 ? esz * 4 : 16;
 }
 
+// Lanes of a row for the kernels whose rows share 128-wide workgroups (softmax, norm, reduce; their
+// trees: shaders/lanes.glsl, reduce.comp's tree): the power of two from 1 to 128 that gives each
+// lane about `per_lane` of the row's n elements; 128 / lanes rows a workgroup.
+inline uint32_t row_lanes(uint64_t n, uint64_t per_lane) {
+  const uint64_t want = (n + per_lane - 1) / per_lane;
+  uint32_t lanes = 1;
+  while (lanes < 128 && lanes < want) lanes *= 2;
+  return lanes;
+}
+
 // Spreads `groups` over a 2-D grid within the device's group-count limits.
 bool grid2(uint64_t groups, const Limits& lim, Dispatch& d);
 

@@ -85,7 +85,7 @@ bool fill(const Node& n, pc::NormParams& p, std::string& why) {
 // (lower_norm's fits) with 128 lanes.
 uint32_t norm_lanes(const NormArgs& a, uint64_t R) {
   if (!a.layer && !a.per_channel) return 128;
-  return uint32_t(std::clamp<uint64_t>(std::bit_ceil((R + 15) / 16), 1, 128));
+  return row_lanes(R, 16);
 }
 
 bool emit(Dispatch& d, pc::NormParams& p, uint64_t groups, int32_t opcode, uint32_t lanes, const Node& n,

@@ -1,6 +1,4 @@
 // The reduce family -> shaders/reduce.comp: kept dims and reduced dims, each merged to at most 4.
-#include <algorithm>
-#include <bit>
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -74,8 +72,7 @@ int lower_reduce(const Node& n, const Limits& lim, Dispatch* out, std::string& w
   // Rows of up to 1,024 share workgroups (REDUCE_LANES): the power of two that gives about 16
   // elements a lane, 128 / lanes rows a workgroup (rows of 128: 8 lanes, 16 rows a workgroup),
   // as softmax and layer norm do; a workgroup a row left most of its invocations idle.
-  const uint64_t lanes =
-      per_output || n_out <= 1 ? 128 : std::clamp<uint64_t>(std::bit_ceil(uint64_t(n_red + 15) / 16), 1, 128);
+  const uint64_t lanes = per_output || n_out <= 1 ? 128 : row_lanes(uint64_t(n_red), 16);
   if (lanes < 128) {
     p.flags |= REDUCE_LANES;
     p.rows = uint32_t(lanes);

@@ -12,7 +12,7 @@ namespace vkml::vk {
 // Invocations per row: about 4 elements each, a power of two from 1 to 128. A row of 128 (an
 // attention row) takes 32, so a workgroup does 4 rows; the shader's register cache holds up to
 // 32 elements a lane, so every row up to 4,096 is read once.
-static uint32_t softmax_lanes(uint32_t D) { return std::min<uint32_t>(128, std::bit_ceil((D + 3) / 4)); }
+static uint32_t softmax_lanes(uint32_t D) { return row_lanes(D, 4); }
 
 // softmax.comp's specialization constants 2 and 3, beside the dtypes (constant 1) where those are
 // set: the lanes, and the register cache's elements per lane (the power of two from 4 to 32 that
