@@ -40,6 +40,10 @@ BENCH_ARGS ?=
 # synchronization validation; `make validate` runs all of it, with GPU-assisted validation too).
 VALIDATE_TESTS ?= test/test_lazy.py test/test_copy_views.py test/test_check.py test/test_training.py \
                   test/test_fuzz.py
+# With PYTEST_JOBS > 1 the slice runs as two processes side by side, each under its own layer and
+# log: the tests whose names match VALIDATE_SPLIT (pytest -k), and the others. test_check's
+# broken-shader tests alone took 2/3 of the slice's 250 s.
+VALIDATE_SPLIT ?= every_row_broken_shader_caught
 FUZZ_CASES ?= 10000
 FUZZ_ARGS ?=
 MUTATE_ARGS ?=
@@ -108,7 +112,18 @@ pytest: setup
 
 # A slice of the suite under the validation layer: any message fails make test.
 validation: setup
-	$(VPY) scripts/vkvalidate.py -- $(VPY) -m pytest $(PYTEST_ARGS) $(VALIDATE_TESTS)
+	@if [ -z "$(XDIST)" ]; then \
+	  echo "$(VPY) scripts/vkvalidate.py -- $(VPY) -m pytest $(PYTEST_ARGS) $(VALIDATE_TESTS)"; \
+	  exec $(VPY) scripts/vkvalidate.py -- $(VPY) -m pytest $(PYTEST_ARGS) $(VALIDATE_TESTS); \
+	fi; \
+	mkdir -p $(BUILD); rc=0; \
+	echo "validation, two processes: $(VALIDATE_TESTS) -k '$(VALIDATE_SPLIT)' / -k 'not $(VALIDATE_SPLIT)'"; \
+	$(VPY) scripts/vkvalidate.py -- $(VPY) -m pytest $(PYTEST_ARGS) $(VALIDATE_TESTS) -k "$(VALIDATE_SPLIT)" \
+	  > $(BUILD)/validation-split.log 2>&1 & pid=$$!; \
+	$(VPY) scripts/vkvalidate.py -- $(VPY) -m pytest $(PYTEST_ARGS) $(VALIDATE_TESTS) -k "not $(VALIDATE_SPLIT)" || rc=1; \
+	wait $$pid || rc=1; \
+	echo "--- the -k '$(VALIDATE_SPLIT)' half:"; cat $(BUILD)/validation-split.log; \
+	exit $$rc
 
 # The whole suite, both passes, under core + synchronization + GPU-assisted validation.
 validate: setup

@@ -477,6 +477,35 @@ double log_T(double x) {
 }
 #endif
 
+#if !defined(CT_I64)
+// tanh (GLSL's has no usable error bound near 0). |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1), whose
+// relative error is exp's divided by sinh(2|x|) >= 1.6, plus the division's 2.5 ulp (of a term at
+// most 0.8 of the result) and two roundings: under 7.6e-7 (graph/op.h TOL_TANH). Below 0.625,
+// float32: x + x^3 P(x^2), P of degree 5 fitted to (tanh(x)/x - 1)/x^2 (0.79 ulp at most, measured
+// in float32 arithmetic over 2M points of [0, 0.625]: scripts/fit_tanh.py); float64: the Taylor
+// series at y = |x|/16 (its next term is below 1e-19 relative), doubled four times through
+// tanh(2y) = 2 tanh(y) / (1 + tanh(y)^2), which does not magnify a relative error. Odd; tanh(-0) = -0.
+T tanh_T(T x) {
+  if (is_nan(x)) return x;
+  T ax = abs(x), t;
+  if (ax >= T(0.625)) {
+    t = T(1) - div_ieee(T(2), exp_T(T(2) * ax) + T(1));
+  } else {
+#if defined(CT_F64)
+    T y = ax * 0.0625LF, z = y * y;
+    t = y + y * z * (-1.0LF / 3.0LF + z * (2.0LF / 15.0LF + z * (-17.0LF / 315.0LF + z * (62.0LF / 2835.0LF +
+        z * (-1382.0LF / 155925.0LF)))));
+    for (int i = 0; i < 4; ++i) t = (2.0LF * t) / (1.0LF + t * t);
+#else
+    T z = ax * ax;
+    t = ax + ax * z * (-0.3333333134651184 + z * (0.1333320140838623 + z * (-0.053946252912282944 +
+        z * (0.021698201075196266 + z * (-0.008171768859028816 + z * 0.002138207433745265)))));
+#endif
+  }
+  return x == T(0) ? x : (x < T(0) ? -t : t);
+}
+#endif
+
 // Linear invocation index over a 2-D grid of 128-wide groups.
 uint64_t global_index() {
   return uint64_t(gl_GlobalInvocationID.x) + uint64_t(gl_GlobalInvocationID.y) * uint64_t(gl_NumWorkGroups.x) * 128UL;

@@ -67,6 +67,13 @@ template <class T> T ew_sigmoid(T a, T, T) {
 template <class T> T ew_silu(T a, T, T) {
   return float_fn(a, [](T x) { return x / (T(1) + std::exp(-x)); });
 }
+template <class T> T ew_tanh(T a, T, T) { return float_fn(a, [](T x) { return std::tanh(x); }); }
+// grad_output * (1 - y * y) as torch CPU computes it: 1 - y * y fused (rounded once), then the
+// product (a = grad_output, b = the forward's output).
+template <class T> T ew_tanh_bwd(T a, T b, T) {
+  if constexpr (is_int_v<T>) return a;  // never reached: float rows only
+  else return a * std::fma(-b, b, T(1));
+}
 template <class T> T ew_reciprocal(T a, T, T) { return float_fn(a, [](T x) { return T(1) / x; }); }
 template <class T> T ew_rsqrt(T a, T, T) { return float_fn(a, [](T x) { return T(1) / std::sqrt(x); }); }
 // std::min(std::max(a, lo), hi) as torch's CPU kernel, NaN self kept (b = hi, s = lo)
