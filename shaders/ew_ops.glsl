@@ -34,6 +34,7 @@ T ew_apply(int op, T a, T b, uint64_t s0, uint64_t s1, T old, bool has_a, uint d
     case OP_SIGMOID_BWD: r = a * (T(1) - b) * b; break;  // a = grad_output, b = output
     case OP_SILU: r = div_ieee(a, T(1) + exp_T(-a)); break;
     case OP_TANH: r = tanh_T(a); break;
+    case OP_ERF: r = erf_T(a); break;
     // a = grad_output, b = output. 1 - b*b as (1 - b)(1 + b): no cancellation where b is near 1
     // (torch CPU's fma rounds 1 - b*b once; Vulkan promises no fused fma): TOL_TANH_BWD
     case OP_TANH_BWD: r = a * ((T(1) - b) * (T(1) + b)); break;

@@ -8,6 +8,9 @@
 //   mse_loss = reduce((self - target)^2), backward = (self - target) * norm * grad (torch's order)
 //   isposinf(x) = x == inf, isneginf(x) = x == -inf   (exact; bool; integer and bool inputs compare
 //   as float and give false, as torch's; nn.MultiheadAttention's mask checks reach isneginf)
+//   gelu(x) = (x * 0.5) * (1 + erf(x * sqrt(1/2))), 'tanh': (0.5 * x) * (1 + tanh(kBeta * (x + kKappa * x^3)))
+//   and gelu_backward, in the order of torch's CPU kernel (GeluKernel.cpp); float16 and bfloat16
+//   in float32, rounded once, as it does
 //   any(x, dims) = amax(x != 0, dims),  all(x, dims) = amin(x != 0, dims)   (exact; bool out,
 //   uint8 for uint8 input, as torch; an empty input is reduced on the CPU: there is no data)
 #include <ATen/core/Tensor.h>
@@ -18,11 +21,15 @@
 #include <ATen/ops/amin.h>
 #include <ATen/ops/any.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/erf.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/tanh.h>
 #include <ATen/ops/ne.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/reciprocal.h>
 #include <ATen/ops/result_type.h>
+#include <ATen/ops/neg.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/sqrt.h>
 #include <ATen/ops/sum.h>
@@ -77,6 +84,54 @@ at::Tensor mse_loss_backward(const at::Tensor& grad, const at::Tensor& self, con
                              int64_t reduction) {
   const double norm = reduction == at::Reduction::Mean ? 2. / double(self.numel()) : 2.;
   return at::mul(at::mul(at::sub(self, target), norm), grad);
+}
+
+// GELU. Torch computes float16 and bfloat16 in float32 and rounds once; so do these.
+constexpr double kSqrt1_2 = 0.70710678118654752440, kTanhBeta = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kTanhKappa = 0.044715, kPdfBeta = 0.39894228040143267794;  // 1/sqrt(2 pi)
+bool gelu_tanh(c10::string_view approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
+  return approximate == "tanh";
+}
+c10::ScalarType gelu_compute(const at::Tensor& x) {
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()), "\"GeluKernelImpl\" not implemented for '", x.scalar_type(), "'");
+  return at::isReducedFloatingType(x.scalar_type()) ? c10::ScalarType::Float : x.scalar_type();
+}
+at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
+  const bool tanh_form = gelu_tanh(approximate);
+  const at::Tensor x = self.to(gelu_compute(self));
+  at::Tensor r;
+  if (tanh_form) {  // 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x * x * x)))
+    const at::Tensor cube = at::mul(at::mul(x, x), x);
+    const at::Tensor inner = at::mul(at::add(x, at::mul(cube, kTanhKappa)), kTanhBeta);
+    r = at::mul(at::mul(x, 0.5), at::add(at::tanh(inner), 1));
+  } else {  // x * 0.5 * (1 + erf(x * kAlpha))
+    r = at::mul(at::mul(x, 0.5), at::add(at::erf(at::mul(x, kSqrt1_2)), 1));
+  }
+  return r.scalar_type() == self.scalar_type() ? r : r.to(self.scalar_type());
+}
+at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
+  const bool tanh_form = gelu_tanh(approximate);
+  const c10::ScalarType rt = at::result_type(grad, self);
+  const at::Tensor x = self.to(gelu_compute(self)), dy = grad.to(x.scalar_type());
+  at::Tensor r;
+  if (tanh_form) {
+    const at::Tensor x_sq = at::mul(x, x);
+    const at::Tensor inner = at::mul(at::add(x, at::mul(at::mul(x_sq, x), kTanhKappa)), kTanhBeta);
+    const at::Tensor t = at::tanh(inner);
+    const at::Tensor left = at::mul(x, 0.5), right = at::add(t, 1);
+    const at::Tensor left_derivative = at::mul(right, 0.5);
+    // 1 - t*t as (1 - t)(1 + t): no cancellation where t is near +-1 (the tanh_backward row's form)
+    const at::Tensor tanh_derivative = at::mul(at::add(at::neg(t), 1), right);
+    const at::Tensor inner_derivative = at::mul(at::add(at::mul(x_sq, 3 * kTanhKappa), 1), kTanhBeta);
+    const at::Tensor right_derivative = at::mul(at::mul(left, tanh_derivative), inner_derivative);
+    r = at::mul(dy, at::add(left_derivative, right_derivative));
+  } else {  // dy * (cdf + x * pdf), cdf = 0.5 * (1 + erf(x * kAlpha)), pdf = kBeta * exp(x * x * -0.5)
+    const at::Tensor cdf = at::mul(at::add(at::erf(at::mul(x, kSqrt1_2)), 1), 0.5);
+    const at::Tensor pdf = at::mul(at::exp(at::mul(at::mul(x, x), -0.5)), kPdfBeta);
+    r = at::mul(dy, at::add(cdf, at::mul(x, pdf)));
+  }
+  return r.scalar_type() == rt ? r : r.to(rt);
 }
 
 at::Tensor isinf_signed(const at::Tensor& self, bool negative) {
@@ -139,6 +194,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   composite<all_dim>(m, "all.dim", {"all.out"});
   composite<any_dims>(m, "any.dims", {"any.dims_out"});
   composite<all_dims>(m, "all.dims", {"all.dims_out"});
+  composite<gelu>(m, "gelu", {"gelu_", "gelu.out"});
+  composite<gelu_backward>(m, "gelu_backward", {"gelu_backward.grad_input"});
   composite<isposinf>(m, "isposinf", {});
   composite<isneginf>(m, "isneginf", {});
   m.impl("isposinf.out", TORCH_FN(isposinf_out));

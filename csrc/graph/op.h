@@ -64,6 +64,7 @@ inline double tol_growth(int64_t n) { return std::log2(double(n > 1 ? n : 1)) + 
 #define TOL_SIGMOID Tol{TolKind::rel, 1.2e-5, "1/(1+exp(-x)): exp's 1.07e-5 scaled by exp(-x)/(1+exp(-x)) < 1, plus OpFDiv 2.5 ulp"}
 #define TOL_TANH Tol{TolKind::rel, 1e-6, "|x|>=0.625: 1-2/(exp(2|x|)+1), exp's bound / sinh(2|x|) <= 4.1e-7 + OpFDiv 2.5 ulp of a term <= 0.8 of the result + 2 roundings < 7.6e-7; below, a polynomial within 0.8 ulp (common.glsl tanh_T)"}
 #define TOL_TANH_BWD Tol{TolKind::ulp, 6, "a*((1-b)(1+b)): 4 roundings of 2^-24 relative each, against torch CPU's a*fma(-b,b,1): 2; a relative 6*2^-24 is at most 6 ulp of the result"}
+#define TOL_ERF Tol{TolKind::rel, 4.8e-7, "float32: polynomials within 1.52 ulp (scripts/fit_erf.py), Vulkan's exp (3+2x^2 ulp) scaled by exp(-x^2)Q(x)/erf(x): 1.3 ulp, torch CPU's erf 1 ulp: 3.8 ulp, under 4 * 2^-23 relative; float64 (series and continued fraction) within 1e-14 (common.glsl erf_T)"}
 #define TOL_LOG Tol{TolKind::backward, 8, "Vulkan allows log 3 ulp, or 2^-21 absolute in [0.5,2]; scale=max(|ref|,1)"}
 #define TOL_SUM Tol{TolKind::backward, 2, "fixed-order tree vs sequential sum: |err| <= 2*eps*(log2 n+1)*sum|x|; scale from oracle"}
 #define TOL_GEMM Tol{TolKind::backward, 2, "dot products in another order: |err| <= 2*eps*(log2 k+1)*sum|a||b|; scale from oracle"}

@@ -68,6 +68,7 @@ template <class T> T ew_silu(T a, T, T) {
   return float_fn(a, [](T x) { return x / (T(1) + std::exp(-x)); });
 }
 template <class T> T ew_tanh(T a, T, T) { return float_fn(a, [](T x) { return std::tanh(x); }); }
+template <class T> T ew_erf(T a, T, T) { return float_fn(a, [](T x) { return std::erf(x); }); }
 // grad_output * (1 - y * y) as torch CPU computes it: 1 - y * y fused (rounded once), then the
 // product (a = grad_output, b = the forward's output).
 template <class T> T ew_tanh_bwd(T a, T b, T) {
