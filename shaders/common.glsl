@@ -530,7 +530,9 @@ T erf_T(T x) {
     t = 1.0LF;
   }
 #else
-  if (ax < 0.875) {
+  if (ax < 1e-10) {  // erf = 2x/sqrt(pi) to within 1e-20 relative: one product, so no subnormal
+    t = ax * 1.1283791670955126;  // intermediate (NVIDIA flushes them) loses a normal result
+  } else if (ax < 0.875) {
     T z = ax * ax;
     t = ax + ax * (0.12837915122509003 + z * (-0.3761254847049713 + z * (0.11282441020011902 +
         z * (-0.026790941134095192 + z * (0.0050314138643443584 + z * -0.0006199289346113801)))));

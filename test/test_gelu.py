@@ -2,7 +2,8 @@
 and backward, where test_ops.py's generated cases do not look: every region of common.glsl's erf_T,
 float64, specials, and GELU against torch CPU within bounds derived from the rows' tolerances.
 
-Bounds. erf: TOL_ERF, float32 within 2.82 ulp of the true value (polynomials 1.52 ulp, a device's
+Subnormals: a device may flush them (NVIDIA does), so a subnormal result, or erf of a subnormal
+input, may be a zero (docs/architecture.md). Bounds. erf: TOL_ERF, float32 within 2.82 ulp of the true value (polynomials 1.52 ulp, a device's
 exp 1.3 ulp); float64 within 1e-14 relative. GELU, u = 2^-24: 'none' is (x * 0.5) * (1 + erf(x/sqrt2)):
 erf's 2.82 ulp (at most 2.82 u absolute), its argument's rounding (erf' t <= 0.48 of a u), the +1's
 rounding (2 u) and the product's (u |r|), against torch CPU's same steps with a 1-ulp erf: in all at
@@ -37,7 +38,8 @@ def test_erf_float32_within_its_bound():
     true = torch.special.erf(x.double())
     ulp = torch.from_numpy(__import__("numpy").spacing(true.abs().float().numpy())).double()
     allowed = 2.82 * ulp
-    allowed = torch.where(true.abs() < F32_TINY, true.abs(), allowed)  # a subnormal result may flush
+    # a subnormal result, or any result of a subnormal input (a zero of either sign), may flush
+    allowed = torch.where((true.abs() < F32_TINY) | (x.abs() < F32_TINY), true.abs(), allowed)
     err = (got - true).abs()
     worst = int((err - allowed).argmax())
     assert bool((err <= allowed).all()), f"erf({x[worst].item()!r}) = {got[worst].item()!r}, true {true[worst].item()!r}"
@@ -60,6 +62,8 @@ def test_erf_specials_and_float64():
 
 def _check(got, ref, allowed, what):
     err = (got.double() - ref.double()).abs()
+    tiny = torch.finfo(ref.dtype).tiny
+    allowed = allowed + torch.where(ref.abs() < tiny, ref.abs().double(), 0.0)  # a subnormal result may flush
     bad = ~(err <= allowed) & ~(torch.isnan(got) & torch.isnan(ref))
     assert not bool(bad.any()), f"{what}: {int(bad.sum())} outside; worst excess {float((err - allowed)[bad].max())}"
 
@@ -77,11 +81,12 @@ def test_gelu_forward_both_forms():
         y = x.to(DEV).clone()
         torch.ops.aten.gelu_(y, approximate=approx)
         _check(y.cpu(), ref, allowed, f"gelu_ {approx}")
+    # gelu(inf) = inf * 0.5 * 2 = inf; gelu(-inf) = -inf * 0 = NaN, as torch 2.13's CPU kernel gives
+    # (torch 2.11's gave NaN for +inf too: H100 machine, 2026-12-07)
     s = torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0])
-    got = F.gelu(s.to(DEV)).cpu()
-    ref = F.gelu(s)
-    assert got[0] == ref[0] and torch.isnan(got[2]) == torch.isnan(ref[2]) and got[3] == 0
-    assert torch.isnan(got[1]) == torch.isnan(ref[1]) and (torch.isnan(ref[1]) or got[1] == ref[1])
+    for approx in ("none", "tanh"):
+        got = F.gelu(s.to(DEV), approximate=approx).cpu()
+        assert got[0] == float("inf") and torch.isnan(got[1]) and torch.isnan(got[2]) and got[3] == 0, (approx, got)
 
 
 def test_gelu_backward_both_forms():
