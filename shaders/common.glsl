@@ -478,6 +478,9 @@ double log_T(double x) {
 #endif
 
 #if !defined(CT_I64)
+// An odd function's value at x from t = f(|x|): the sign restored, f(-0) = -0.
+T odd_T(T x, T t) { return x == T(0) ? x : (x < T(0) ? -t : t); }
+
 // tanh (GLSL's has no usable error bound near 0). |x| >= 0.625: 1 - 2 / (exp(2|x|) + 1), whose
 // relative error is exp's divided by sinh(2|x|) >= 1.6, plus the division's 2.5 ulp (of a term at
 // most 0.8 of the result) and two roundings: under 7.6e-7 (graph/op.h TOL_TANH). Below 0.625,
@@ -502,7 +505,7 @@ T tanh_T(T x) {
         z * (0.021698201075196266 + z * (-0.008171768859028816 + z * 0.002138207433745265)))));
 #endif
   }
-  return x == T(0) ? x : (x < T(0) ? -t : t);
+  return odd_T(x, t);
 }
 
 // erf (GLSL has none). float32: |x| < 0.875, x + x R(x^2), R of degree 5 (0.98 ulp); up to 3.925,
@@ -546,7 +549,7 @@ T erf_T(T x) {
     t = T(1);
   }
 #endif
-  return x == T(0) ? x : (x < T(0) ? -t : t);
+  return odd_T(x, t);
 }
 #endif
 

@@ -93,6 +93,10 @@ bool gelu_tanh(c10::string_view approximate) {
   TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
   return approximate == "tanh";
 }
+// kBeta * (x + kKappa * x^3), the tanh form's argument, with x_sq = x * x
+at::Tensor gelu_tanh_inner(const at::Tensor& x, const at::Tensor& x_sq) {
+  return at::mul(at::add(x, at::mul(at::mul(x_sq, x), kTanhKappa)), kTanhBeta);
+}
 c10::ScalarType gelu_compute(const at::Tensor& x) {
   TORCH_CHECK(at::isFloatingType(x.scalar_type()), "\"GeluKernelImpl\" not implemented for '", x.scalar_type(), "'");
   return at::isReducedFloatingType(x.scalar_type()) ? c10::ScalarType::Float : x.scalar_type();
@@ -102,9 +106,7 @@ at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
   const at::Tensor x = self.to(gelu_compute(self));
   at::Tensor r;
   if (tanh_form) {  // 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x * x * x)))
-    const at::Tensor cube = at::mul(at::mul(x, x), x);
-    const at::Tensor inner = at::mul(at::add(x, at::mul(cube, kTanhKappa)), kTanhBeta);
-    r = at::mul(at::mul(x, 0.5), at::add(at::tanh(inner), 1));
+    r = at::mul(at::mul(x, 0.5), at::add(at::tanh(gelu_tanh_inner(x, at::mul(x, x))), 1));
   } else {  // x * 0.5 * (1 + erf(x * kAlpha))
     r = at::mul(at::mul(x, 0.5), at::add(at::erf(at::mul(x, kSqrt1_2)), 1));
   }
@@ -117,8 +119,7 @@ at::Tensor gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::st
   at::Tensor r;
   if (tanh_form) {
     const at::Tensor x_sq = at::mul(x, x);
-    const at::Tensor inner = at::mul(at::add(x, at::mul(at::mul(x_sq, x), kTanhKappa)), kTanhBeta);
-    const at::Tensor t = at::tanh(inner);
+    const at::Tensor t = at::tanh(gelu_tanh_inner(x, x_sq));
     const at::Tensor left = at::mul(x, 0.5), right = at::add(t, 1);
     const at::Tensor left_derivative = at::mul(right, 0.5);
     // 1 - t*t as (1 - t)(1 + t): no cancellation where t is near +-1 (the tanh_backward row's form)
