@@ -6,7 +6,7 @@ all of them), so settings read once per process (VKML_* variables) can be compar
   python3 scripts/gpu_ab.py CASES cuda                               torch CUDA, no vkml (a label)
 CASES: ';'-separated: gemm:M,K,N[,t][,bt]  (t: A is the transpose of a contiguous [K, M], a weight
                           gradient; bt: B the transpose of a contiguous [N, K], nn.Linear's forward)
-                      h16:M,K,N[,t][,bt]  (float16 operands and result)
+                      h16:M,K,N[,t][,bt]  (float16 operands and result)   b16: the same in bfloat16
                       sum0:R,C  (x.sum(0) of a contiguous [R, C])   sum1:R,C  (x.sum(1))
                       drop:R,C  (dropout p=0.1)   ln:R,C  (layer_norm over rows)   sm:R,C  (softmax over rows)
                       lnb:R,C  (layer_norm's backward: dx, dw, db)   full:N  (x.sum() of N elements)
@@ -53,12 +53,12 @@ def child(cases, devname):
         sync()
     res = {}
     for kind, d, tr, name in parse(cases):
-        if kind in ("gemm", "h16"):
+        if kind in ("gemm", "h16", "b16"):
             M, K, N = d
             A = torch.randn(K, M, generator=g).t() if tr[0] else torch.randn(M, K, generator=g)
             B = torch.randn(N, K, generator=g).t() if tr[1] else torch.randn(K, N, generator=g)
-            if kind == "h16":
-                A, B = A.half(), B.half()
+            if kind in ("h16", "b16"):
+                A, B = (A.half(), B.half()) if kind == "h16" else (A.bfloat16(), B.bfloat16())
             ref = (A.double() @ B.double())
             Ad, Bd = A.to(dev), B.to(dev)
             fn = lambda: Ad @ Bd  # noqa: E731
@@ -135,7 +135,7 @@ def child(cases, devname):
                 sync()
             for kn, _, s0, e0 in prof.kernels:
                 kern[kn] = kern.get(kn, 0.0) + (e0 - s0) / 3e3
-        rate = flop / med / 1e12 if kind in ("gemm", "h16") else flop / med / 1e9  # TFLOP/s or GB/s
+        rate = flop / med / 1e12 if kind in ("gemm", "h16", "b16") else flop / med / 1e9  # TFLOP/s or GB/s
         res[name] = {"us": med * 1e6, "rate": rate, "err": err, "kern": kern}
     print("RESULT " + json.dumps(res))
 

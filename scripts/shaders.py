@@ -13,13 +13,20 @@ their first copy only, and NVIDIA's compiler fused the others into fmas (their r
 from conv.comp's in the last bit on the H100, 2026-12-06). Leaving the unrolling to the driver
 instead also kept it, but NVIDIA compiled the GEMM pipelines 5-7x slower that way. test_spirv.py
 checks the built blobs.
+
+A shader whose source has the line `// spirv: KHR cooperative matrix, bfloat16 A and B` is
+rewritten from GL_NV_cooperative_matrix to VK_KHR_cooperative_matrix with bfloat16 A and B types
+(scripts/spv_khr.py): Debian 12's glslc compiles neither the KHR extension nor bfloat16.
 """
 import array
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+
+import spv_khr  # scripts/spv_khr.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHADERS = os.path.join(ROOT, "shaders")
@@ -37,7 +44,10 @@ def blobs(text, stem):
 
 
 NO_CONTRACTION = "// spirv: NoContraction everywhere"
-RECIPE = "glslc -O; NoContraction everywhere where asked"  # setup.py hashes it into each blob's key
+KHR_BF16 = "// spirv: KHR cooperative matrix, bfloat16 A and B"
+# setup.py hashes it into each blob's key: the rewrite's source too, so a change to it rebuilds.
+RECIPE = "glslc -O; NoContraction everywhere where asked; KHR cooperative matrix where asked " + \
+    hashlib.sha256(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "spv_khr.py"), "rb").read()).hexdigest()[:12]
 
 
 def tool(name, package):
@@ -85,8 +95,11 @@ def compile_blob(comp, variant, ieee, out, include=SHADERS):
     r = subprocess.run(glslc_cmd(comp, variant, ieee, out, include), capture_output=True, text=True)
     if r.returncode:
         return r.stderr or "glslc failed"
-    if NO_CONTRACTION in open(comp).read():
+    text = open(comp).read()
+    if NO_CONTRACTION in text:
         no_contraction(out)
+    if KHR_BF16 in text:
+        spv_khr.rewrite_file(out, out, bf16_ab=True)
     return ""
 
 

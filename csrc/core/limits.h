@@ -20,6 +20,9 @@ struct Limits {
   // a feature, kept under VKML_MIN_SPEC, but its shader needs 24 KiB of shared memory, so the
   // floor's 16 KiB runs float16 gemm on the scalar tiles (lower_gemm.cpp pick()).
   bool cooperative_matrix = false;
+  // VK_KHR_cooperative_matrix with bfloat16 (VK_KHR_shader_bfloat16) as shaders/gemm_coop_bf16.comp
+  // needs it; a feature, like cooperative_matrix, with the same 24 KiB of shared memory.
+  bool cooperative_matrix_bf16 = false;
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
   // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.
   bool float_controls = false;
@@ -54,6 +57,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.float64 = dev.float64;  // fp64 is a feature, not a limit; kept so float64 ops keep working
   m.float_controls = dev.float_controls;  // a correctness feature, kept likewise
   m.cooperative_matrix = dev.cooperative_matrix;  // a feature
+  m.cooperative_matrix_bf16 = dev.cooperative_matrix_bf16;  // a feature
   m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
   m.specialize_after = dev.specialize_after;  // a policy, kept
   m.copy_shader = dev.copy_shader;  // a policy, kept

@@ -162,6 +162,7 @@ PYBIND11_MODULE(_C, m) {
     r["float16"] = l.float16;
     r["float_controls"] = l.float_controls;
     r["cooperative_matrix"] = l.cooperative_matrix;  // VK_NV_cooperative_matrix in use (gemm_coop)
+    r["cooperative_matrix_bf16"] = l.cooperative_matrix_bf16;  // VK_KHR_cooperative_matrix with bfloat16 (gemm_coop_bf16)
     r["min_spec"] = env().min_spec;
     r["index"] = d.index();
     r["vulkan_index"] = d.physical();

@@ -103,6 +103,7 @@ struct Candidate {
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   bool portability_subset = false;
   bool coop_nv = false;  // VK_NV_cooperative_matrix, as shaders/gemm_coop.comp needs it
+  bool coop_bf16 = false;  // VK_KHR_cooperative_matrix + VK_KHR_shader_bfloat16 (gemm_coop_bf16.comp)
 };
 
 std::string version_str(uint32_t v) {
@@ -147,6 +148,60 @@ bool coop_nv(VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& ex
     if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
         m.BType == VK_COMPONENT_TYPE_FLOAT16_NV && m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
         m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
+}
+
+// VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 are newer than the Vulkan headers this
+// builds against (Debian 12's 1.3.239): their structures, as the registry defines them.
+constexpr const char* kKhrCoopExt = "VK_KHR_cooperative_matrix";
+constexpr const char* kBf16Ext = "VK_KHR_shader_bfloat16";
+struct KhrCoopFeatures {  // VkPhysicalDeviceCooperativeMatrixFeaturesKHR
+  VkStructureType sType = VkStructureType(1000506000);
+  void* pNext = nullptr;
+  VkBool32 cooperativeMatrix = VK_FALSE, cooperativeMatrixRobustBufferAccess = VK_FALSE;
+};
+struct KhrCoopProps {  // VkCooperativeMatrixPropertiesKHR
+  VkStructureType sType = VkStructureType(1000506001);
+  void* pNext = nullptr;
+  uint32_t MSize = 0, NSize = 0, KSize = 0;
+  int32_t AType = 0, BType = 0, CType = 0, ResultType = 0;  // VkComponentTypeKHR
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  int32_t scope = 0;  // VkScopeKHR
+};
+struct Bf16Features {  // VkPhysicalDeviceShaderBfloat16FeaturesKHR
+  VkStructureType sType = VkStructureType(1000141000);
+  void* pNext = nullptr;
+  VkBool32 shaderBFloat16Type = VK_FALSE, shaderBFloat16DotProduct = VK_FALSE,
+           shaderBFloat16CooperativeMatrix = VK_FALSE;
+};
+constexpr int32_t kCompBf16 = 1000141000, kCompF32 = 1, kScopeSubgroup = 3;
+
+// VK_KHR_cooperative_matrix with bfloat16 as shaders/gemm_coop_bf16.comp uses it: 16x16x16
+// bfloat16 x bfloat16 + float32 at subgroup scope, VK_KHR_shader_bfloat16's bfloat16 type and
+// cooperative matrices, and what coop_nv() asks of the subgroups and memory model.
+bool coop_bf16(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
+               const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
+  using PropsFn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, KhrCoopProps*);
+  auto props_fn = reinterpret_cast<PropsFn>(vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!has_ext(exts, kKhrCoopExt) || !has_ext(exts, kBf16Ext) || !props_fn) return false;
+  if (!c.f12.vulkanMemoryModel || p11.subgroupSize != 32 || !(p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+      !(p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
+    return false;
+  Bf16Features bf;
+  KhrCoopFeatures cf;
+  cf.pNext = &bf;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &cf;
+  vkGetPhysicalDeviceFeatures2(phys, &f2);
+  if (!cf.cooperativeMatrix || !bf.shaderBFloat16Type || !bf.shaderBFloat16CooperativeMatrix) return false;
+  uint32_t n = 0;
+  if (props_fn(phys, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<KhrCoopProps> props(n);
+  if (n && props_fn(phys, &n, props.data()) != VK_SUCCESS) return false;
+  for (const auto& m : props)
+    if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == kCompBf16 && m.BType == kCompBf16 &&
+        m.CType == kCompF32 && m.ResultType == kCompF32 && m.scope == kScopeSubgroup)
       return true;
   return false;
 }
@@ -228,6 +283,7 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.int64 = true;
   L.float16 = c.f12.shaderFloat16 && c.f11.storageBuffer16BitAccess;
   L.cooperative_matrix = c.coop_nv = coop_nv(phys, exts, c, p11);
+  L.cooperative_matrix_bf16 = c.coop_bf16 = coop_bf16(instance().inst, phys, exts, c, p11);
   L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
                      (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
   c.max_buffer = p13.maxBufferSize;
@@ -333,6 +389,17 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
     coop.pNext = f2.pNext;
     f2.pNext = &coop;
   }
+  KhrCoopFeatures kcoop;
+  Bf16Features bf16;
+  if (c.coop_bf16) {
+    exts.push_back(kKhrCoopExt);
+    exts.push_back(kBf16Ext);
+    kcoop.cooperativeMatrix = VK_TRUE;
+    bf16.shaderBFloat16Type = bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
+    bf16.pNext = f2.pNext;
+    kcoop.pNext = &bf16;
+    f2.pNext = &kcoop;
+  }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &f2;
   ci.queueCreateInfoCount = 1;
@@ -342,11 +409,13 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
 
   auto d = std::make_unique<Device>();
   VkResult r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
-  if (r != VK_SUCCESS && c.coop_nv) {  // a device that refuses the extension still runs without it
-    exts.pop_back();
-    f2.pNext = coop.pNext;
+  if (r != VK_SUCCESS && (c.coop_nv || c.coop_bf16)) {  // a device that refuses them still runs without
+    exts.resize(c.portability_subset ? 1 : 0);
+    f2.pNext = &e11;
     ci.enabledExtensionCount = uint32_t(exts.size());
+    ci.ppEnabledExtensionNames = exts.data();
     c.coop_nv = c.limits.cooperative_matrix = false;
+    c.coop_bf16 = c.limits.cooperative_matrix_bf16 = false;
     r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
   }
   if (r != VK_SUCCESS) {

@@ -1,6 +1,7 @@
 // The gemm family -> one of its pipelines (docs/performance.md): shaders/gemm_gemv.comp for
 // m == 1 or n == 1, gemm.comp (32x32 tiles) for small outputs, gemm_large.comp (128x64 tiles) for
-// large ones, gemm_coop.comp (cooperative matrix) for float16 where the device has it; a long K
+// large ones, gemm_coop.comp / gemm_coop_bf16.comp (cooperative matrix) for float16 / bfloat16
+// where the device has it; a long K
 // over few outputs is split (graph/families/gemm.h) and summed in order by a second dispatch.
 #include <string>
 
@@ -23,12 +24,14 @@ constexpr Tile kTiles[] = {{0, 0, ""}, {32, 32, "gemm"}, {128, 64, "gemm_large"}
 constexpr uint32_t kCoopShared = 24576;  // shaders/gemm_coop.comp: two 10 KiB slices + 4 KiB staging
 
 // The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
-// for float16 operands where the device has cooperative matrices and 24 KiB of shared memory
+// for float16 (bfloat16) operands where the device has cooperative matrices of them (NV's for
+// float16, KHR's for bfloat16) and 24 KiB of shared memory
 // (forced or not; so not under VKML_MIN_SPEC's 16 KiB). The other tiles fit the 16 KiB /
 // 128-invocation floor.
 GemmPipe pick(GemmPipe shape, const Limits& lim, Compute c, DType da, DType db, int64_t K) {
-  const bool coop = lim.cooperative_matrix && lim.max_shared_memory >= kCoopShared && c == Compute::f32 &&
-                    da == DType::f16 && db == DType::f16;
+  const bool f16 = da == DType::f16 && db == DType::f16, bf16 = da == DType::bf16 && db == DType::bf16;
+  const bool coop = lim.max_shared_memory >= kCoopShared && c == Compute::f32 &&
+                    ((f16 && lim.cooperative_matrix) || (bf16 && lim.cooperative_matrix_bf16));
   if (shape == GemmPipe::large && coop && (K >= 32 || gemm_forced() == GemmForce::coopmat)) return GemmPipe::coopmat;
   return shape;
 }
@@ -133,7 +136,8 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
       flags |= layout_flags(p.b, p.sb, 8, 2, GEMM_B_N, GEMM_B_K);
     }
     groups = ((uint64_t(N) + t.bn - 1) / t.bn) * ((uint64_t(M) + t.bm - 1) / t.bm) * layers;
-    if (!set_shader(out[0], t.shader, c, lim, why)) return -1;
+    const char* shader = pipe == GemmPipe::coopmat && da == DType::bf16 ? "gemm_coop_bf16" : t.shader;
+    if (!set_shader(out[0], shader, c, lim, why)) return -1;
   }
   p.parts = uint32_t(parts) | flags << kFlagShift;
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;

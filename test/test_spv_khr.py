@@ -1,0 +1,163 @@
+"""scripts/spv_khr.py's rewrite of GL_NV_cooperative_matrix SPIR-V to VK_KHR_cooperative_matrix
+with bfloat16 A and B (shaders/gemm_coop_bf16.comp's blob).
+
+Debian 12's spirv-val (SPIRV-Tools 2023.1) knows neither SPV_KHR_cooperative_matrix nor
+SPV_KHR_bfloat16, so it cannot validate the blob; lavapipe has no cooperative matrices, so no CI
+run creates its pipeline. This file checks the blob's structure instead, with its own reading of
+the words (not the rewrite's code): every multiply-add takes an A-use, a B-use and an
+accumulator-use matrix, A and B of bfloat16, the accumulator float32; every load, store and phi of
+a matrix keeps one type; the loads and stores are the NV build's in the same order, with the same
+strides, and the same layouts (column-major -> ColumnMajorKHR). On a GPU that has the extensions
+(the H100), test_gemm.py's coopmat cases run the blob against torch CPU.
+"""
+import array
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import shaders  # noqa: E402
+import spv_khr  # noqa: E402
+
+
+def _insts(words):
+    i, out = 5, []
+    while i < len(words):
+        n = words[i] >> 16
+        assert n > 0, f"zero-length instruction at word {i}"
+        out.append(list(words[i:i + n]))
+        i += n
+    assert i == len(words), "the last instruction runs past the end"
+    return out
+
+
+def _string(ws):
+    b = array.array("I", ws).tobytes()
+    return b[:b.index(b"\0")].decode()
+
+
+def _read(path):
+    words = array.array("I", open(path, "rb").read())
+    assert words[0] == 0x07230203
+    return list(words)
+
+
+def _nv_build(comp, out):
+    """comp through glslc as setup.py builds it, without the post-processing."""
+    subprocess.run(shaders.glslc_cmd(comp, "f32", False, out), check=True, capture_output=True)
+    return _read(out)
+
+
+def _structure(words):
+    """What the checks need of a module: opcodes, capabilities, extensions, matrix types and the
+    type of every value."""
+    insts = _insts(words)
+    ops = [w[0] & 0xffff for w in insts]
+    consts = {w[2]: w[3] for w in insts if w[0] & 0xffff == 43 and len(w) == 4}
+    floats = {w[1]: tuple(w[2:]) for w in insts if w[0] & 0xffff == 22}
+    mats = {w[1]: w for w in insts if w[0] & 0xffff == 4456}
+    ptrs = {w[1]: w[3] for w in insts if w[0] & 0xffff == 32}
+    typed = {}
+    for w in insts:
+        op = w[0] & 0xffff
+        if op not in (5, 6, 62, 71, 72) and len(w) > 2 and (w[1] in mats or w[1] in ptrs):
+            typed[w[2]] = w[1]
+    return insts, ops, consts, floats, mats, ptrs, typed
+
+
+def _built_bf16():
+    found = glob.glob(os.path.join(shaders.GEN, "spv", "gemm_coop_bf16_f32.*.spv"))
+    assert len(found) == 1, f"setup.py's blob of gemm_coop_bf16_f32: {found} (build with `make build`)"
+    return found[0]
+
+
+def test_bf16_blob_is_khr_with_bfloat16_operands():
+    words = _read(_built_bf16())
+    insts, ops, consts, floats, mats, ptrs, typed = _structure(words)
+    assert not set(ops) & {5358, 5359, 5360, 5361, 5362}, "NV cooperative matrix instructions are left"
+    caps = {w[1] for w in insts if w[0] & 0xffff == 17}
+    assert {6022, 5116, 5118} <= caps and 5357 not in caps, f"capabilities {sorted(caps)}"
+    exts = {_string(w[1:]) for w in insts if w[0] & 0xffff == 10}
+    assert {"SPV_KHR_cooperative_matrix", "SPV_KHR_bfloat16"} <= exts and "SPV_NV_cooperative_matrix" not in exts, exts
+    muladds = [w for w in insts if w[0] & 0xffff == 4459]
+    assert len(muladds) == 32, f"{len(muladds)} multiply-adds (4x4 accumulators x two 16-deep steps)"
+    for w in muladds:
+        a, b, c = typed[w[3]], typed[w[4]], typed[w[5]]
+        uses = tuple(consts[mats[t][6]] for t in (a, b, c, w[1]))
+        assert uses == (0, 1, 2, 2), f"multiply-add {w}: uses {uses}"
+        assert floats[mats[a][2]] == (16, 0) and floats[mats[b][2]] == (16, 0), "A and B are not bfloat16"
+        assert floats[mats[c][2]] == (32,) and c == w[1], "the accumulator is not float32"
+        assert all(consts[mats[t][3]] == 3 and consts[mats[t][4]] == 16 and consts[mats[t][5]] == 16 for t in (a, b, c)), \
+            "not 16x16 at subgroup scope"
+    for w in insts:
+        op = w[0] & 0xffff
+        if op == 62 and typed.get(w[2]) in mats:  # OpStore of a matrix
+            assert ptrs[typed[w[1]]] == typed[w[2]], f"store {w}: pointer to another type"
+        if op == 61 and w[1] in mats:  # OpLoad of a matrix
+            assert ptrs[typed[w[3]]] == w[1], f"load {w}: pointer to another type"
+        if op == 245 and w[1] in mats:  # OpPhi
+            assert all(typed.get(v) == w[1] for v in w[3::2]), f"phi {w}: operands of another type"
+
+
+def test_bf16_blob_loads_as_the_nv_build():
+    """The KHR loads and stores are the NV build's, in order, with the same pointer, stride and
+    layout: a rewrite that swapped the stride and layout operands, or read the column-major bool
+    backwards, fails here."""
+    with tempfile.TemporaryDirectory() as d:
+        nv = _nv_build(os.path.join(shaders.SHADERS, "gemm_coop_bf16.comp"), os.path.join(d, "nv.spv"))
+    nv_insts = _insts(nv)
+    bools = {w[2]: (w[0] & 0xffff) == 41 for w in nv_insts if w[0] & 0xffff in (41, 42)}
+    khr_insts, _, consts, *_ = _structure(_read(_built_bf16()))
+    nv_io = [(w[3], w[4], int(bools[w[5]])) if w[0] & 0xffff == 5359 else (w[1], w[3], int(bools[w[4]]))
+             for w in nv_insts if w[0] & 0xffff in (5359, 5360)]
+    khr_io = [(w[3], w[5], consts[w[4]]) if w[0] & 0xffff == 4457 else (w[1], w[4], consts[w[3]])
+              for w in khr_insts if w[0] & 0xffff in (4457, 4458)]
+    assert len(nv_io) == 33 and nv_io == khr_io
+    assert {x[2] for x in khr_io} == {0, 1}, "both layouts occur (row- and column-major slices)"
+
+
+def _glsl(tmp, body, opt=True):
+    src = os.path.join(tmp, "t.comp")
+    open(src, "w").write("""#version 460
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout(local_size_x = 32) in;
+layout(std430, binding = 0) buffer Buf { float16_t h[]; };
+layout(std430, binding = 1) buffer Out { float o[]; };
+layout(push_constant) uniform P { uint stride; uint col; } pc;
+#define F16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define F32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+void main() {
+  F16 a, b; F32 c = F32(0.0);
+""" + body + """
+  coopMatStoreNV(c, o, 0, 16, false);
+}
+""")
+    out = os.path.join(tmp, "t.spv")
+    subprocess.run([shaders.tool("glslc", "glslc"), "--target-env=vulkan1.3"] + (["-O"] if opt else []) +
+                   ["-fshader-stage=compute", src, "-o", out], check=True, capture_output=True)
+    return _read(out)
+
+
+def test_rewrite_refuses_what_it_cannot_express():
+    with tempfile.TemporaryDirectory() as d:
+        ok = _glsl(d, "coopMatLoadNV(a, h, 0, 16, false); coopMatLoadNV(b, h, 256, 16, true); c = coopMatMulAddNV(a, b, c);")
+        insts, ops, consts, floats, mats, ptrs, typed = _structure(spv_khr.rewrite(ok, bf16_ab=True))
+        (w,) = [w for w in insts if w[0] & 0xffff == 4459]
+        assert tuple(consts[mats[typed[x]][6]] for x in w[3:6]) == (0, 1, 2)
+        # one fragment as both A and B: KHR has no type for it
+        same = _glsl(d, "coopMatLoadNV(a, h, 0, 16, false); c = coopMatMulAddNV(a, a, c);")
+        with pytest.raises(ValueError, match="both as an A and as a B"):
+            spv_khr.rewrite(same)
+        # the layout chosen at run time (glslc -O refuses it; without -O it passes): the rewrite
+        # needs a constant to map to KHR's layout constant
+        dyn = _glsl(d, "coopMatLoadNV(a, h, 0, pc.stride, pc.col != 0u); coopMatLoadNV(b, h, 256, 16, true); "
+                    "c = coopMatMulAddNV(a, b, c);", opt=False)
+        with pytest.raises(ValueError, match="column-major operand is not a constant"):
+            spv_khr.rewrite(dyn)
