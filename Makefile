@@ -23,8 +23,10 @@ TESTS ?= test
 # The second pass runs with VKML_CHECK=1 VKML_MIN_SPEC=1; narrow it with e.g. CHECK_TESTS="-m check test".
 # It leaves out the files whose tests would run exactly as in the first pass: test_check.py sets
 # check mode itself, test_env.py's children drop every VKML_* variable, and the rest test host-side
-# behaviour (packaging, the docs, the CUDA warning, the benchmark harness). 2.4 of its 10.6 min.
-CHECK_SAME := test_check.py test_env.py test_packaging.py test_api_docs.py test_cuda_warning.py test_bench.py
+# behaviour (packaging, the docs, the CUDA warning, the benchmark harness) or read the built SPIR-V
+# (test_spirv, test_spv_khr). 2.4 of its 10.6 min.
+CHECK_SAME := test_check.py test_env.py test_packaging.py test_api_docs.py test_cuda_warning.py test_bench.py \
+              test_spirv.py test_spv_khr.py
 # Likewise test_norm's 70,000-group test, which sets check mode itself, over a grid split the same
 # way there (lavapipe's limit is min-spec's 65,535 a dimension): 48 s. And test_fast_paths' test of the
 # specialized pipelines (elementwise; reduce, softmax, gemm), which force them and the generic ones
