@@ -228,26 +228,40 @@ def test_gemv_sums_in_its_documented_order(layout, lanes):
     assert np.array_equal(got, want), f"{layout}: got {got}, documented order {want}"
 
 
+def _needs_coop(feature, what):
+    info = vkml_torch._C.device_info(0)
+    return pytest.mark.skipif(not info.get(feature) or info["max_shared_memory"] < 24576,
+                              reason=f"the device has no {what} with 24 KiB of shared memory")
+
+
+_CHOSEN_BY_SHAPE = pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "",
+                                      reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
+
+
+def _coop_case(dtype, seed, shader):
+    """300x200 @ 200x130 of dtype takes `shader`, is right (the mm row's bound against float64) and
+    the same bytes twice; returns the two operands on the device."""
+    import helpers
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(300, 200, generator=g).to(dtype), torch.randn(200, 130, generator=g).to(dtype)
+    va, vb = a.to("vkml"), b.to("vkml")
+    names = _shaders(lambda: va @ vb)
+    assert names and shader in names[0], f"ran {names}, not {shader}"
+    got = (va @ vb).cpu()
+    helpers.assert_close_row(helpers.row("mm"), got, (a.double() @ b.double()).to(dtype),
+                             a.double().abs() @ b.double().abs(), n=200)
+    assert torch.equal(got.view(torch.uint8), (va @ vb).cpu().view(torch.uint8))
+    return va, vb
+
+
 # Where the device has VK_NV_cooperative_matrix (the H200; lavapipe has none) and the 24 KiB of
 # shared memory gemm_coop.comp takes (not under VKML_MIN_SPEC's 16 KiB), float16 matmuls must take
 # it, and be right; bfloat16 ones take gemm_coop_bf16 where the device has that (below), else the
 # large tile.
-@pytest.mark.skipif(not vkml_torch._C.device_info(0).get("cooperative_matrix")
-                    or vkml_torch._C.device_info(0)["max_shared_memory"] < 24576,
-                    reason="the device has no VK_NV_cooperative_matrix (16x16x16 float16, subgroup 32) "
-                    "with 24 KiB of shared memory")
-@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
+@_needs_coop("cooperative_matrix", "VK_NV_cooperative_matrix (16x16x16 float16, subgroup 32)")
+@_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_float16():
-    import helpers
-    g = torch.Generator().manual_seed(3)
-    a, b = torch.randn(300, 200, generator=g).half(), torch.randn(200, 130, generator=g).half()
-    va, vb = a.to("vkml"), b.to("vkml")
-    names = _shaders(lambda: va @ vb)
-    assert names and "gemm_coop" in names[0], f"ran {names}"
-    got = (va @ vb).cpu()
-    helpers.assert_close_row(helpers.row("mm"), got, (a.double() @ b.double()).half(),
-                             a.double().abs() @ b.double().abs(), n=200)
-    assert torch.equal(got.view(torch.uint8), (va @ vb).cpu().view(torch.uint8))
+    va, vb = _coop_case(torch.float16, 3, "gemm_coop_f32")
     bf16 = "gemm_coop_bf16" if vkml_torch._C.device_info(0).get("cooperative_matrix_bf16") else "gemm_large"
     names = _shaders(lambda: va.bfloat16() @ vb.bfloat16())
     assert names and bf16 in names[-1], f"bfloat16 ran {names}, not {bf16}"
@@ -257,22 +271,10 @@ def test_coopmat_chosen_for_float16():
 # and H200 with driver 580; lavapipe has neither), bfloat16 matmuls take gemm_coop_bf16.comp, and
 # are right: the 16-bit words it moves are read as bfloat16 (read as float16 they would be
 # other numbers).
-@pytest.mark.skipif(not vkml_torch._C.device_info(0).get("cooperative_matrix_bf16")
-                    or vkml_torch._C.device_info(0)["max_shared_memory"] < 24576,
-                    reason="the device has no VK_KHR_cooperative_matrix with bfloat16 (16x16x16, "
-                    "subgroup 32) and 24 KiB of shared memory")
-@pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "", reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
+@_needs_coop("cooperative_matrix_bf16", "VK_KHR_cooperative_matrix with bfloat16 (16x16x16, subgroup 32)")
+@_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_bfloat16():
-    import helpers
-    g = torch.Generator().manual_seed(4)
-    a, b = torch.randn(300, 200, generator=g).bfloat16(), torch.randn(200, 130, generator=g).bfloat16()
-    va, vb = a.to("vkml"), b.to("vkml")
-    names = _shaders(lambda: va @ vb)
-    assert names and "gemm_coop_bf16" in names[0], f"ran {names}"
-    got = (va @ vb).cpu()
-    helpers.assert_close_row(helpers.row("mm"), got, (a.double() @ b.double()).bfloat16(),
-                             a.double().abs() @ b.double().abs(), n=200)
-    assert torch.equal(got.view(torch.uint8), (va @ vb).cpu().view(torch.uint8))
+    _coop_case(torch.bfloat16, 4, "gemm_coop_bf16")
 
 
 if __name__ == "__main__":
