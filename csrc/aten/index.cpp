@@ -29,7 +29,6 @@
 namespace vkml::aten {
 namespace {
 
-OutKind kind_of(Call& c) { return c.inplace() ? OutKind::inplace : c.out().defined() ? OutKind::out : OutKind::functional; }
 
 // index_stub for PrivateUse1: operands result, the restrided self, then the int64 indices.
 void index_kernel(at::TensorIteratorBase& iter, at::IntArrayRef indexed_sizes, at::IntArrayRef indexed_strides) {

@@ -27,7 +27,6 @@
 namespace vkml::aten {
 namespace {
 
-OutKind kind_of(Call& c) { return c.inplace() ? OutKind::inplace : c.out().defined() ? OutKind::out : OutKind::functional; }
 at::Tensor given_of(Call& c) { return c.inplace() ? c.tensor("self") : c.out(); }
 
 // index_put_stub for PrivateUse1: operands the restrided self (output), values, the indices.

@@ -23,6 +23,12 @@ namespace vkml::aten {
 
 enum class OutKind { functional, out, inplace };
 
+// The kind of a call (aten/call.h's Call): in place, out=, or functional.
+template <class CallT>
+OutKind kind_of(CallT& c) {
+  return c.inplace() ? OutKind::inplace : c.out().defined() ? OutKind::out : OutKind::functional;
+}
+
 template <class Meta>
 struct Structured final : Meta {
   // given: the out= tensor (out) or self (inplace); undefined for functional

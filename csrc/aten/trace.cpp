@@ -10,13 +10,13 @@
 namespace vkml::aten {
 namespace {
 
-std::mutex g_mu;
+std::mutex trace_mu;
 std::atomic<int> g_scopes{0};  // open vkml_torch.trace() blocks
 std::map<std::pair<std::string, std::string>, uint64_t> g_counts;
 
 // VKML_TRACE=1: the per-op counts go to stderr when the process exits.
 void print_at_exit() {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(trace_mu);
   std::fprintf(stderr, "vkml trace: %zu aten op(s) reached vkml\n", g_counts.size());
   for (const auto& [k, n] : g_counts)
     std::fprintf(stderr, "  %10llu  %-13s %s\n", (unsigned long long)n, k.second.c_str(), k.first.c_str());
@@ -32,7 +32,7 @@ const char* path_name(Path p) {
 bool tracing() { return env().trace || g_scopes.load(std::memory_order_relaxed) > 0; }
 
 void trace(const std::string& op, Path p) {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(trace_mu);
   const bool first = g_counts.empty();
   auto [it, fresh] = g_counts.try_emplace({op, path_name(p)}, 0);
   ++it->second;
@@ -46,12 +46,12 @@ void trace(const c10::OperatorHandle& op, Path p) {
 }
 
 std::map<std::pair<std::string, std::string>, uint64_t> trace_counts() {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(trace_mu);
   return g_counts;
 }
 
 void trace_reset() {
-  std::lock_guard<std::mutex> g(g_mu);
+  std::lock_guard<std::mutex> g(trace_mu);
   g_counts.clear();
 }
 
