@@ -8,8 +8,11 @@ The two extensions' instructions carry the same information in a different order
 - OpTypeCooperativeMatrixNV (component, scope, rows, columns) -> OpTypeCooperativeMatrixKHR, which
   adds a Use (A, B or accumulator). The use of each type is read off the multiply-adds: the type
   of every OpCooperativeMatrixMulAddNV's first operand is an A, of its second a B, its result an
-  accumulator; a type in no multiply-add is an accumulator. A type that is both an A and a B is
-  an error: give the shader's A and B fragments different types (shapes or scopes).
+  accumulator; a type in no multiply-add is an accumulator. Where A and B share one NV type
+  (gemm_coop's 16x16 float16 fragments), the B operands get a copy of it with use B: the values
+  and Function variables that carry them, joined through loads, stores, phis, copies and selects,
+  are retyped (the variables to a pointer to the copy). A fragment that is both an A and a B
+  operand, or a B operand from another instruction, is an error.
 - OpCooperativeMatrixLoadNV / StoreNV (pointer, stride, column-major bool) -> LoadKHR / StoreKHR
   (pointer, layout constant, stride). The bool must be OpConstantTrue or OpConstantFalse.
 - OpCooperativeMatrixMulAddNV / LengthNV -> their KHR opcodes, the same operands.
@@ -29,7 +32,6 @@ MAGIC = 0x07230203
 OP_NAME, OP_EXTENSION, OP_CAPABILITY = 5, 10, 17
 OP_TYPE_INT, OP_TYPE_FLOAT = 21, 22
 OP_CONSTANT_TRUE, OP_CONSTANT_FALSE, OP_CONSTANT = 41, 42, 43
-OP_FUNCTION = 54
 OP_DECORATE, OP_MEMBER_DECORATE = 71, 72
 NV_TYPE, NV_LOAD, NV_STORE, NV_MULADD, NV_LENGTH = 5358, 5359, 5360, 5361, 5362
 KHR_TYPE, KHR_LOAD, KHR_STORE, KHR_MULADD, KHR_LENGTH = 4456, 4457, 4458, 4459, 4460
@@ -168,7 +170,7 @@ def rewrite(words, bf16_ab=False):
                              "rewrite does not follow")
     retype = {v: t for v, t in retype.items() if t is not None}
 
-    added = []  # global instructions to put before the first function
+    added = []  # global instructions, put before the first matrix type
 
     def uconst(v):
         for i, (t, x) in consts.items():

@@ -119,6 +119,13 @@ std::string driver_str(const VkPhysicalDeviceProperties& p, const VkPhysicalDevi
   return version_str(v);
 }
 
+// What every gemm_coop*.comp build asks of the device besides its matrices: 32-wide subgroups in
+// compute shaders with the basic operations (gl_SubgroupID) and the Vulkan memory model.
+bool coop_subgroups(const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
+  return c.f12.vulkanMemoryModel && p11.subgroupSize == 32 && (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+         (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+}
+
 // VK_NV_cooperative_matrix as shaders/gemm_coop.comp uses it: 16x16x16 float16 x float16 + float32
 // at subgroup scope, in compute shaders, with 32-wide subgroups, float16 and the Vulkan memory
 // model. (Debian 12's glslc cannot compile GL_KHR_cooperative_matrix, nor these headers describe
@@ -127,10 +134,7 @@ bool coop_nv(VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& ex
              const VkPhysicalDeviceVulkan11Properties& p11) {
   if (!has_ext(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
     return false;
-  if (!c.f12.shaderFloat16 || !c.f12.vulkanMemoryModel || p11.subgroupSize != 32 ||
-      !(p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-      !(p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
-    return false;
+  if (!c.f12.shaderFloat16 || !coop_subgroups(c, p11)) return false;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &cf;
@@ -179,15 +183,13 @@ constexpr int32_t kCompBf16 = 1000141000, kCompF32 = 1, kScopeSubgroup = 3;
 
 // VK_KHR_cooperative_matrix with bfloat16 as shaders/gemm_coop_bf16.comp uses it: 16x16x16
 // bfloat16 x bfloat16 + float32 at subgroup scope, VK_KHR_shader_bfloat16's bfloat16 type and
-// cooperative matrices, and what coop_nv() asks of the subgroups and memory model.
+// cooperative matrices, and coop_subgroups().
 bool coop_bf16(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
                const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
   using PropsFn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, KhrCoopProps*);
   auto props_fn = reinterpret_cast<PropsFn>(vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
   if (!has_ext(exts, kKhrCoopExt) || !has_ext(exts, kBf16Ext) || !props_fn) return false;
-  if (!c.f12.vulkanMemoryModel || p11.subgroupSize != 32 || !(p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-      !(p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
-    return false;
+  if (!coop_subgroups(c, p11)) return false;
   Bf16Features bf;
   KhrCoopFeatures cf;
   cf.pNext = &bf;
@@ -410,7 +412,7 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
   auto d = std::make_unique<Device>();
   VkResult r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
   if (r != VK_SUCCESS && (c.coop_nv || c.coop_bf16)) {  // a device that refuses them still runs without
-    exts.resize(c.portability_subset ? 1 : 0);
+    exts.resize(c.portability_subset ? 1 : 0);  // the cooperative-matrix extensions came after it
     f2.pNext = &e11;
     ci.enabledExtensionCount = uint32_t(exts.size());
     ci.ppEnabledExtensionNames = exts.data();

@@ -1,8 +1,8 @@
 // The gemm family -> one of its pipelines (docs/performance.md): shaders/gemm_gemv.comp for
 // m == 1 or n == 1, gemm.comp (32x32 tiles) for small outputs, gemm_large.comp (128x64 tiles) for
 // large ones, gemm_coop.comp / gemm_coop_bf16.comp (cooperative matrix) for float16 / bfloat16
-// where the device has it; a long K
-// over few outputs is split (graph/families/gemm.h) and summed in order by a second dispatch.
+// where the device has it; a long K over few outputs is split (graph/families/gemm.h) and summed
+// in order by a second dispatch.
 #include <string>
 
 #include "backend/vulkan/lower.h"
@@ -25,9 +25,8 @@ constexpr uint32_t kCoopShared = 24576;  // shaders/gemm_coop.comp: two 10 KiB s
 
 // The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
 // for float16 (bfloat16) operands where the device has cooperative matrices of them (NV's for
-// float16, KHR's for bfloat16) and 24 KiB of shared memory
-// (forced or not; so not under VKML_MIN_SPEC's 16 KiB). The other tiles fit the 16 KiB /
-// 128-invocation floor.
+// float16, KHR's for bfloat16) and 24 KiB of shared memory, forced or not; so not under
+// VKML_MIN_SPEC's 16 KiB. The other tiles fit the 16 KiB / 128-invocation floor.
 GemmPipe pick(GemmPipe shape, const Limits& lim, Compute c, DType da, DType db, int64_t K) {
   const bool f16 = da == DType::f16 && db == DType::f16, bf16 = da == DType::bf16 && db == DType::bf16;
   const bool coop = lim.max_shared_memory >= kCoopShared && c == Compute::f32 &&
