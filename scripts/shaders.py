@@ -14,9 +14,11 @@ from conv.comp's in the last bit on the H100, 2026-12-06). Leaving the unrolling
 instead also kept it, but NVIDIA compiled the GEMM pipelines 5-7x slower that way. test_spirv.py
 checks the built blobs.
 
-A shader whose source has the line `// spirv: KHR cooperative matrix, bfloat16 A and B` is
-rewritten from GL_NV_cooperative_matrix to VK_KHR_cooperative_matrix with bfloat16 A and B types
-(scripts/spv_khr.py): Debian 12's glslc compiles neither the KHR extension nor bfloat16.
+A shader whose source has the line `// spirv: KHR cooperative matrix` is rewritten from
+GL_NV_cooperative_matrix to VK_KHR_cooperative_matrix (scripts/spv_khr.py), with bfloat16
+matrices instead of float16 ones where the line goes on `, bfloat16`: Debian 12's glslc compiles
+neither the KHR extension, nor bfloat16, nor VK_NV_cooperative_matrix2's workgroup scope (which
+the rewrite keeps).
 """
 import array
 import hashlib
@@ -44,7 +46,7 @@ def blobs(text, stem):
 
 
 NO_CONTRACTION = "// spirv: NoContraction everywhere"
-KHR_BF16 = "// spirv: KHR cooperative matrix, bfloat16 A and B"
+KHR = "// spirv: KHR cooperative matrix"  # then ", bfloat16" for bfloat16 instead of float16 matrices
 # setup.py hashes it into each blob's key: the rewrite's source too, so a change to it rebuilds.
 RECIPE = "glslc -O; NoContraction everywhere where asked; KHR cooperative matrix where asked " + \
     hashlib.sha256(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "spv_khr.py"), "rb").read()).hexdigest()[:12]
@@ -98,8 +100,9 @@ def compile_blob(comp, variant, ieee, out, include=SHADERS):
     text = open(comp).read()
     if NO_CONTRACTION in text:
         no_contraction(out)
-    if KHR_BF16 in text:
-        spv_khr.rewrite_file(out, out, bf16_ab=True)
+    khr = [line for line in text.splitlines() if line.startswith(KHR)]
+    if khr:
+        spv_khr.rewrite_file(out, out, bf16=khr[0].endswith(", bfloat16"))
     return ""
 
 

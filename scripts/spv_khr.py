@@ -19,9 +19,10 @@ The two extensions' instructions carry the same information in a different order
 - Capability CooperativeMatrixNV -> CooperativeMatrixKHR, and the extension's name likewise.
 
 Options (keyword arguments of rewrite()):
-- bf16_ab: the A and B types' float16 component becomes bfloat16 (OpTypeFloat 16 BFloat16KHR),
-  with the BFloat16TypeKHR and BFloat16CooperativeMatrixKHR capabilities. The shader's shared or
-  buffer data are raw 16-bit words either way; only the matrices' reading of them changes.
+- bf16: every float16 matrix type's component becomes bfloat16 (OpTypeFloat 16 BFloat16KHR),
+  with the BFloat16TypeKHR and BFloat16CooperativeMatrixKHR capabilities: A and B, and a 16-bit
+  matrix that a float32 accumulator is converted to for storing. The shader's shared or buffer
+  data are raw 16-bit words either way; only the matrices' reading and writing of them changes.
 - A type whose scope is Workgroup keeps it (VK_NV_cooperative_matrix2's workgroup scope); the
   module then also declares SPV_NV_cooperative_matrix2.
 """
@@ -62,7 +63,7 @@ def _insts(words):
         i += n
 
 
-def rewrite(words, bf16_ab=False):
+def rewrite(words, bf16=False):
     """The KHR module (a list of words) of the NV module `words`."""
     words = list(words)
     if words[0] != MAGIC:
@@ -182,9 +183,9 @@ def rewrite(words, bf16_ab=False):
         return i
 
     bf16_t = None
-    if bf16_ab:
+    if bf16:
         if half_t is None:
-            raise ValueError("spv_khr: bf16_ab needs float16 A and B types")
+            raise ValueError("spv_khr: bf16 needs float16 matrix types")
         bf16_t = new_id()
         added.insert(0, [(4 << 16) | OP_TYPE_FLOAT, bf16_t, 16, 0])  # FP encoding BFloat16KHR
     for v in (0, 1, 2):  # uses and layouts, all defined before the first matrix type
@@ -200,12 +201,12 @@ def rewrite(words, bf16_ab=False):
             placed = True
         if op == OP_CAPABILITY and w[1] == CAP_COOP_NV:
             out.append([w[0], CAP_COOP_KHR])
-            if bf16_ab:
+            if bf16:
                 out.append([w[0], CAP_BF16_TYPE])
                 out.append([w[0], CAP_BF16_COOP])
             continue
         if op == OP_EXTENSION and _string(w[1:]) == "SPV_NV_cooperative_matrix":
-            names = ["SPV_KHR_cooperative_matrix"] + (["SPV_KHR_bfloat16"] if bf16_ab else []) + (
+            names = ["SPV_KHR_cooperative_matrix"] + (["SPV_KHR_bfloat16"] if bf16 else []) + (
                 ["SPV_NV_cooperative_matrix2"] if workgroup else [])
             for s in names:
                 sw = _string_words(s)
@@ -214,7 +215,7 @@ def rewrite(words, bf16_ab=False):
         if op == NV_TYPE:
             comp = w[2]
             u = use.get(w[1], USE_ACC)
-            if bf16_ab and u in (USE_A, USE_B) and comp == half_t:
+            if bf16 and comp == half_t:
                 comp = bf16_t
             out.append([(7 << 16) | KHR_TYPE, w[1], comp, w[3], w[4], w[5], uconst(u)])
             if w[1] in b_clone:
@@ -271,4 +272,4 @@ def rewrite_file(src, dst, **kw):
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    rewrite_file(args[0], args[1], bf16_ab="--bf16" in sys.argv)
+    rewrite_file(args[0], args[1], bf16="--bf16" in sys.argv)

@@ -1,13 +1,17 @@
-// The coopmat gemm pipelines' body: 16-bit A and B, float32 accumulation. gemm_coop.comp builds it
-// for float16 through VK_NV_cooperative_matrix; gemm_coop_bf16.comp (COOP_BF16) for bfloat16,
-// written as the same NV source and rewritten to VK_KHR_cooperative_matrix with bfloat16 A and B
-// types by scripts/spv_khr.py (Debian 12's glslc knows GL_NV_cooperative_matrix only, and NV has
-// no bfloat16). Only where the device reports 16x16x16 A x B + float32 at subgroup scope with
-// 32-wide subgroups (core/limits.h cooperative_matrix / cooperative_matrix_bf16) and 24 KiB of
-// shared memory (lower_gemm.cpp).
+// The coopmat gemm pipelines' body: 16-bit A and B, float32 accumulation. Four builds:
+// - gemm_coop.comp: float16, subgroup scope, VK_NV_cooperative_matrix;
+// - gemm_coop_bf16.comp (COOP_BF16): bfloat16, subgroup scope;
+// - gemm_coop_wg.comp (COOP_WG): float16, workgroup scope (VK_NV_cooperative_matrix2), whole
+//   tiles of plain products only (below);
+// - gemm_coop_wg_bf16.comp (COOP_WG, COOP_BF16): the same in bfloat16.
+// All are written with GL_NV_cooperative_matrix types (Debian 12's glslc knows no other); all but
+// the first are rewritten by scripts/spv_khr.py to VK_KHR_cooperative_matrix, keeping workgroup
+// scope, with bfloat16 matrices for COOP_BF16 (NV has no bfloat16). Only where the device reports
+// the matrices (core/limits.h cooperative_matrix*) and the shared memory (lower_gemm.cpp
+// coop_shader()).
 //
-// A 128x128 output tile per workgroup; each of the 4 subgroups owns a 64x64 quarter as 4x4 16x16
-// accumulators. 32-deep k slices of A and B go through shared memory in their 16-bit format
+// A 128x128 output tile per workgroup; at subgroup scope each of the 4 subgroups owns a 64x64
+// quarter as 4x4 16x16 accumulators. 32-deep k slices of A and B go through shared memory in their 16-bit format
 // (exact), 16 bytes (8 elements) at a time: a slice is held either row-major
 // ([m][k] for A, [k][n] for B) or column-major ([k][m], [n][k]), whichever the operand's
 // contiguous dimension gives (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags, 16-byte aligned
@@ -36,12 +40,33 @@
 #define SLICE 640u  // max(128 * RS, 32 * CS)
 layout(local_size_x = 128) in;
 
-shared uvec4 As[SLICE];
-shared uvec4 Bs[SLICE];
+#if defined(COOP_WG)
+// Workgroup scope (VK_NV_cooperative_matrix2): the workgroup's matrices are one 128x128 float32
+// accumulator, each slice's A as one 128x32 and B as one 32x128; the driver divides the work
+// among the subgroups. The tile leaves as one 128x128 float16 matrix stored straight to C: so only
+// for whole tiles of a float16 C with contiguous rows, alpha 1, no bias and K in one part
+// (lower_gemm.cpp coop_shader()).
+shared uvec4 S[2u * SLICE];
+#define As_(i) S[(i)]
+#define Bs_(i) S[SLICE + (i)]
+#define A_AT 0u
+#define B_AT SLICE
+#define A_SLICE fcoopmatNV<16, gl_ScopeWorkgroup, 128, 32>
+#define B_SLICE fcoopmatNV<16, gl_ScopeWorkgroup, 32, 128>
+#define ACC_TILE fcoopmatNV<32, gl_ScopeWorkgroup, 128, 128>
+#define OUT_TILE fcoopmatNV<16, gl_ScopeWorkgroup, 128, 128>
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer H16 { float16_t v[]; };
+#else
+shared uvec4 S[2u * SLICE];
+#define As_(i) S[(i)]
+#define Bs_(i) S[SLICE + (i)]
+#define A_AT 0u
+#define B_AT SLICE
 shared float Cs[4u * 256u];  // one 16x16 accumulator per subgroup, for the epilogue
 
 #define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define ACC32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#endif
 
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer U4 { uvec4 v; };
 
@@ -158,9 +183,13 @@ void main() {
   flags = gemm_flags();
   a_full = m0 + BM <= pc.M;
   b_full = n0 + BN <= pc.N;
+#if defined(COOP_WG)
+  ACC_TILE acc = ACC_TILE(0.0);
+#else
   ACC32 acc[4][4];
   [[unroll]] for (uint i = 0u; i < 4u; ++i)
     [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = ACC32(0.0);
+#endif
 
   uvec4 ra[4], rb[4];
   uint la = L_ROW, lb = L_ROW;
@@ -171,8 +200,8 @@ void main() {
   for (uint k0 = k_lo; k0 < k_hi; k0 += BK) {
     [[unroll]] for (uint l = 0u; l < 4u; ++l) {
       uint u = tid + 128u * l;
-      As[la == L_ROW ? at_rs(u) : at_cs(u)] = ra[l];
-      Bs[lb == L_ROW ? at_cs(u) : at_rs(u)] = rb[l];
+      As_(la == L_ROW ? at_rs(u) : at_cs(u)) = ra[l];
+      Bs_(lb == L_ROW ? at_cs(u) : at_rs(u)) = rb[l];
     }
     barrier();
     uint sa_layout = la, sb_layout = lb;
@@ -180,24 +209,40 @@ void main() {
       la = load_a(k0 + BK, ra);
       lb = load_b(k0 + BK, rb);
     }
+#if defined(COOP_WG)
+    A_SLICE a;
+    B_SLICE b;
+    if (sa_layout == L_ROW) coopMatLoadNV(a, S, A_AT, RS, false);
+    else coopMatLoadNV(a, S, A_AT, CS, true);
+    if (sb_layout == L_ROW) coopMatLoadNV(b, S, B_AT, CS, false);
+    else coopMatLoadNV(b, S, B_AT, RS, true);
+    acc = coopMatMulAddNV(a, b, acc);
+#else
     [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
       FRAG16 fa[4], fb[4];
       [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         uint r = sm + 16u * i;
-        if (sa_layout == L_ROW) coopMatLoadNV(fa[i], As, r * RS + kk / 8u, RS, false);
-        else coopMatLoadNV(fa[i], As, kk * CS + r / 8u, CS, true);
+        if (sa_layout == L_ROW) coopMatLoadNV(fa[i], S, A_AT + r * RS + kk / 8u, RS, false);
+        else coopMatLoadNV(fa[i], S, A_AT + kk * CS + r / 8u, CS, true);
       }
       [[unroll]] for (uint j = 0u; j < 4u; ++j) {
         uint c = sn + 16u * j;
-        if (sb_layout == L_ROW) coopMatLoadNV(fb[j], Bs, kk * CS + c / 8u, CS, false);
-        else coopMatLoadNV(fb[j], Bs, c * RS + kk / 8u, RS, true);
+        if (sb_layout == L_ROW) coopMatLoadNV(fb[j], S, B_AT + kk * CS + c / 8u, CS, false);
+        else coopMatLoadNV(fb[j], S, B_AT + c * RS + kk / 8u, RS, true);
       }
       [[unroll]] for (uint i = 0u; i < 4u; ++i)
         [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
     }
+#endif
     barrier();
   }
 
+#if defined(COOP_WG)
+  // Epilogue: the tile rounded to float16 once (as out_pair rounds c_value's float32), stored whole.
+  OUT_TILE o = OUT_TILE(acc);
+  int64_t at = int64_t(z) * pc.sc[0] + int64_t(m0) * pc.sc[1] + int64_t(n0);
+  coopMatStoreNV(o, H16(pc.c + uint64_t(at * 2)).v, 0u, uint(pc.sc[1]), false);
+#else
   // Epilogue: each accumulator through this subgroup's 16x16 staging area, 4 pairs of adjacent
   // outputs per lane. Unrolled: an accumulator array indexed at run time was kept in memory by
   // NVIDIA's compiler, in the main loop too (30 TFLOP/s against 136 on the H100, 2026-12-06).
@@ -214,4 +259,5 @@ void main() {
       subgroupMemoryBarrierShared();
       subgroupBarrier();
     }
+#endif
 }

@@ -17,7 +17,40 @@ import vkml_torch
 from helpers import same_view
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PIPES = ["gemv", "small", "large", "split", "coopmat"]
+_INFO = vkml_torch._C.device_info(0)
+# coopmat_sg: the subgroup-scope coopmat kernels, where the device also has the workgroup-scope
+# ones that coopmat then runs (elsewhere the two would run the same kernels)
+PIPES = ["gemv", "small", "large", "split", "coopmat"] + (
+    ["coopmat_sg"] if _INFO.get("cooperative_matrix_wg") or _INFO.get("cooperative_matrix_wg_bf16") else [])
+
+
+def _coop_shader(dtype, whole):
+    """The coopmat kernel this device runs for a plain product of dtype: the workgroup-scope one
+    for whole 128x128 tiles where the device has it, else the subgroup-scope one."""
+    f16 = dtype == torch.float16
+    if whole and _INFO.get("cooperative_matrix_wg" if f16 else "cooperative_matrix_wg_bf16"):
+        return "gemm_coop_wg_f32" if f16 else "gemm_coop_wg_bf16"
+    return "gemm_coop_f32" if f16 else "gemm_coop_bf16"
+
+
+def _check_coop(dtype, seed):
+    """Both shapes of dtype take the expected coopmat kernel and are right: 300x200 @ 200x130
+    (edge tiles, so the subgroup-scope kernel) and 256x200 @ 200x256 (whole tiles), plus the
+    whole-tile product with a bias (addmm: the subgroup-scope kernel again)."""
+    import helpers
+    g = torch.Generator().manual_seed(seed)
+    for m, n, bias in ((300, 130, False), (256, 256, False), (256, 256, True)):
+        a, b = torch.randn(m, 200, generator=g).to(dtype), torch.randn(200, n, generator=g).to(dtype)
+        x = torch.randn(n, generator=g).to(dtype)
+        va, vb, vx = a.to("vkml"), b.to("vkml"), x.to("vkml")
+        run = (lambda: torch.addmm(vx, va, vb)) if bias else (lambda: va @ vb)  # noqa: E731
+        names = _shaders(run)
+        want = _coop_shader(dtype, m % 128 == 0 and n % 128 == 0 and not bias)
+        assert names and want in names[0], f"{m}x{n} bias={bias}: ran {names}, not {want}"
+        got = run().cpu()
+        ref = a.double() @ b.double() + (x.double() if bias else 0)
+        helpers.assert_close_row(helpers.row("mm"), got, ref.to(dtype), a.double().abs() @ b.double().abs(), n=200)
+        assert torch.equal(got.view(torch.uint8), run().cpu().view(torch.uint8))
 
 
 def _cases(dtype, g):
@@ -229,29 +262,12 @@ def test_gemv_sums_in_its_documented_order(layout, lanes):
 
 
 def _needs_coop(feature, what):
-    info = vkml_torch._C.device_info(0)
-    return pytest.mark.skipif(not info.get(feature) or info["max_shared_memory"] < 24576,
+    return pytest.mark.skipif(not _INFO.get(feature) or _INFO["max_shared_memory"] < 24576,
                               reason=f"the device has no {what} with 24 KiB of shared memory")
 
 
 _CHOSEN_BY_SHAPE = pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != "",
                                       reason="VKML_GEMM_PIPE forces one pipeline: the choice by shape is not made")
-
-
-def _coop_case(dtype, seed, shader):
-    """300x200 @ 200x130 of dtype takes `shader`, is right (the mm row's bound against float64) and
-    the same bytes twice; returns the two operands on the device."""
-    import helpers
-    g = torch.Generator().manual_seed(seed)
-    a, b = torch.randn(300, 200, generator=g).to(dtype), torch.randn(200, 130, generator=g).to(dtype)
-    va, vb = a.to("vkml"), b.to("vkml")
-    names = _shaders(lambda: va @ vb)
-    assert names and shader in names[0], f"ran {names}, not {shader}"
-    got = (va @ vb).cpu()
-    helpers.assert_close_row(helpers.row("mm"), got, (a.double() @ b.double()).to(dtype),
-                             a.double().abs() @ b.double().abs(), n=200)
-    assert torch.equal(got.view(torch.uint8), (va @ vb).cpu().view(torch.uint8))
-    return va, vb
 
 
 # Where the device has VK_NV_cooperative_matrix (the H200; lavapipe has none) and the 24 KiB of
@@ -261,20 +277,22 @@ def _coop_case(dtype, seed, shader):
 @_needs_coop("cooperative_matrix", "VK_NV_cooperative_matrix (16x16x16 float16, subgroup 32)")
 @_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_float16():
-    va, vb = _coop_case(torch.float16, 3, "gemm_coop_f32")
-    bf16 = "gemm_coop_bf16" if vkml_torch._C.device_info(0).get("cooperative_matrix_bf16") else "gemm_large"
+    _check_coop(torch.float16, 3)
+    g = torch.Generator().manual_seed(3)
+    va, vb = torch.randn(300, 200, generator=g).to("vkml"), torch.randn(200, 130, generator=g).to("vkml")
+    bf16 = _coop_shader(torch.bfloat16, False) if _INFO.get("cooperative_matrix_bf16") else "gemm_large"
     names = _shaders(lambda: va.bfloat16() @ vb.bfloat16())
     assert names and bf16 in names[-1], f"bfloat16 ran {names}, not {bf16}"
 
 
 # Where the device has VK_KHR_cooperative_matrix with bfloat16 (VK_KHR_shader_bfloat16: the H100
-# and H200 with driver 580; lavapipe has neither), bfloat16 matmuls take gemm_coop_bf16.comp, and
-# are right: the 16-bit words it moves are read as bfloat16 (read as float16 they would be
-# other numbers).
+# and H200 with driver 580; lavapipe has neither), bfloat16 matmuls take gemm_coop_bf16.comp (or
+# gemm_coop_wg_bf16.comp), and are right: the 16-bit words they move are read and written as
+# bfloat16 (as float16 they would be other numbers).
 @_needs_coop("cooperative_matrix_bf16", "VK_KHR_cooperative_matrix with bfloat16 (16x16x16, subgroup 32)")
 @_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_bfloat16():
-    _coop_case(torch.bfloat16, 4, "gemm_coop_bf16")
+    _check_coop(torch.bfloat16, 4)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
-"""scripts/spv_khr.py's rewrite of GL_NV_cooperative_matrix SPIR-V to VK_KHR_cooperative_matrix
-with bfloat16 A and B (shaders/gemm_coop_bf16.comp's blob).
+"""scripts/spv_khr.py's rewrite of GL_NV_cooperative_matrix SPIR-V to VK_KHR_cooperative_matrix:
+shaders/gemm_coop_bf16.comp (subgroup scope, bfloat16 A and B), gemm_coop_wg.comp (workgroup
+scope, VK_NV_cooperative_matrix2, float16) and gemm_coop_wg_bf16.comp (both).
 
 Debian 12's spirv-val (SPIRV-Tools 2023.1) knows neither SPV_KHR_cooperative_matrix nor
 SPV_KHR_bfloat16, so it cannot validate the blob; lavapipe has no cooperative matrices, so no CI
 run creates its pipeline. This file checks the blob's structure instead, with its own reading of
 the words (not the rewrite's code): every multiply-add takes an A-use, a B-use and an
-accumulator-use matrix, A and B of bfloat16, the accumulator float32; every load, store and phi of
+accumulator-use matrix, A and B of bfloat16 (float16), the accumulator float32, of the scope and
+shape the source declares; every load, store and phi of
 a matrix keeps one type; the loads and stores are the NV build's in the same order, with the same
 strides, and the same layouts (column-major -> ColumnMajorKHR). On a GPU that has the extensions
 (the H100), test_gemm.py's coopmat cases run the blob against torch CPU.
@@ -70,30 +72,46 @@ def _structure(words):
     return insts, ops, consts, floats, mats, ptrs, typed
 
 
-def _built_bf16():
-    found = glob.glob(os.path.join(shaders.GEN, "spv", "gemm_coop_bf16_f32.*.spv"))
-    assert len(found) == 1, f"setup.py's blob of gemm_coop_bf16_f32: {found} (build with `make build`)"
+# stem: (scope, A rows x k, B k x columns, accumulator rows x columns, multiply-adds, loads and
+# stores, A and B bfloat16)
+BLOBS = {"gemm_coop_bf16": (3, (16, 16), (16, 16), (16, 16), 32, 33, True),
+         "gemm_coop_wg": (2, (128, 32), (32, 128), (128, 128), 1, 5, False),
+         "gemm_coop_wg_bf16": (2, (128, 32), (32, 128), (128, 128), 1, 5, True)}
+
+
+def _built(stem):
+    found = glob.glob(os.path.join(shaders.GEN, "spv", f"{stem}_f32.*.spv"))
+    assert len(found) == 1, f"setup.py's blob of {stem}_f32: {found} (build with `make build`)"
     return found[0]
 
 
-def test_bf16_blob_is_khr_with_bfloat16_operands():
-    words = _read(_built_bf16())
+@pytest.mark.parametrize("stem", sorted(BLOBS))
+def test_blob_is_khr_with_the_declared_matrices(stem):
+    scope, a_shape, b_shape, c_shape, n_muladd, _, bf16 = BLOBS[stem]
+    words = _read(_built(stem))
     insts, ops, consts, floats, mats, ptrs, typed = _structure(words)
     assert not set(ops) & {5358, 5359, 5360, 5361, 5362}, "NV cooperative matrix instructions are left"
     caps = {w[1] for w in insts if w[0] & 0xffff == 17}
-    assert {6022, 5116, 5118} <= caps and 5357 not in caps, f"capabilities {sorted(caps)}"
+    want_caps = {6022} | ({5116, 5118} if bf16 else set())
+    assert want_caps <= caps and 5357 not in caps and (bf16 or not caps & {5116, 5118}), f"capabilities {sorted(caps)}"
     exts = {_string(w[1:]) for w in insts if w[0] & 0xffff == 10}
-    assert {"SPV_KHR_cooperative_matrix", "SPV_KHR_bfloat16"} <= exts and "SPV_NV_cooperative_matrix" not in exts, exts
+    want = {"SPV_KHR_cooperative_matrix"} | ({"SPV_KHR_bfloat16"} if bf16 else set()) | (
+        {"SPV_NV_cooperative_matrix2"} if scope == 2 else set())
+    assert want <= exts and "SPV_NV_cooperative_matrix" not in exts, exts
     muladds = [w for w in insts if w[0] & 0xffff == 4459]
-    assert len(muladds) == 32, f"{len(muladds)} multiply-adds (4x4 accumulators x two 16-deep steps)"
+    assert len(muladds) == n_muladd, f"{len(muladds)} multiply-adds"
+    ab = (16, 0) if bf16 else (16,)
     for w in muladds:
         a, b, c = typed[w[3]], typed[w[4]], typed[w[5]]
         uses = tuple(consts[mats[t][6]] for t in (a, b, c, w[1]))
         assert uses == (0, 1, 2, 2), f"multiply-add {w}: uses {uses}"
-        assert floats[mats[a][2]] == (16, 0) and floats[mats[b][2]] == (16, 0), "A and B are not bfloat16"
+        assert floats[mats[a][2]] == ab and floats[mats[b][2]] == ab, "A and B are not of the dtype"
         assert floats[mats[c][2]] == (32,) and c == w[1], "the accumulator is not float32"
-        assert all(consts[mats[t][3]] == 3 and consts[mats[t][4]] == 16 and consts[mats[t][5]] == 16 for t in (a, b, c)), \
-            "not 16x16 at subgroup scope"
+        for t, shape in ((a, a_shape), (b, b_shape), (c, c_shape)):
+            assert (consts[mats[t][3]], consts[mats[t][4]], consts[mats[t][5]]) == (scope,) + shape, \
+                f"{w}: matrix {mats[t]} is not {shape} at scope {scope}"
+    # every 16-bit matrix is of the dtype (the workgroup-scope tile is converted to one to be stored)
+    assert all(floats[m[2]] in (ab, (32,)) for m in mats.values()), "a matrix of another 16-bit type"
     for w in insts:
         op = w[0] & 0xffff
         if op == 62 and typed.get(w[2]) in mats:  # OpStore of a matrix
@@ -104,20 +122,21 @@ def test_bf16_blob_is_khr_with_bfloat16_operands():
             assert all(typed.get(v) == w[1] for v in w[3::2]), f"phi {w}: operands of another type"
 
 
-def test_bf16_blob_loads_as_the_nv_build():
+@pytest.mark.parametrize("stem", sorted(BLOBS))
+def test_blob_loads_as_the_nv_build(stem):
     """The KHR loads and stores are the NV build's, in order, with the same pointer, stride and
     layout: a rewrite that swapped the stride and layout operands, or read the column-major bool
     backwards, fails here."""
     with tempfile.TemporaryDirectory() as d:
-        nv = _nv_build(os.path.join(shaders.SHADERS, "gemm_coop_bf16.comp"), os.path.join(d, "nv.spv"))
+        nv = _nv_build(os.path.join(shaders.SHADERS, stem + ".comp"), os.path.join(d, "nv.spv"))
     nv_insts = _insts(nv)
     bools = {w[2]: (w[0] & 0xffff) == 41 for w in nv_insts if w[0] & 0xffff in (41, 42)}
-    khr_insts, _, consts, *_ = _structure(_read(_built_bf16()))
+    khr_insts, _, consts, *_ = _structure(_read(_built(stem)))
     nv_io = [(w[3], w[4], int(bools[w[5]])) if w[0] & 0xffff == 5359 else (w[1], w[3], int(bools[w[4]]))
              for w in nv_insts if w[0] & 0xffff in (5359, 5360)]
     khr_io = [(w[3], w[5], consts[w[4]]) if w[0] & 0xffff == 4457 else (w[1], w[4], consts[w[3]])
               for w in khr_insts if w[0] & 0xffff in (4457, 4458)]
-    assert len(nv_io) == 33 and nv_io == khr_io
+    assert len(nv_io) == BLOBS[stem][5] and nv_io == khr_io
     assert {x[2] for x in khr_io} == {0, 1}, "both layouts occur (row- and column-major slices)"
 
 
@@ -148,7 +167,7 @@ void main() {
 def test_rewrite_refuses_what_it_cannot_express():
     with tempfile.TemporaryDirectory() as d:
         ok = _glsl(d, "coopMatLoadNV(a, h, 0, 16, false); coopMatLoadNV(b, h, 256, 16, true); c = coopMatMulAddNV(a, b, c);")
-        insts, ops, consts, floats, mats, ptrs, typed = _structure(spv_khr.rewrite(ok, bf16_ab=True))
+        insts, ops, consts, floats, mats, ptrs, typed = _structure(spv_khr.rewrite(ok, bf16=True))
         (w,) = [w for w in insts if w[0] & 0xffff == 4459]
         assert tuple(consts[mats[typed[x]][6]] for x in w[3:6]) == (0, 1, 2)
         # one fragment as both A and B: KHR has no type for it

@@ -89,6 +89,13 @@ const Instance& instance() {
   return I;
 }
 
+// What of VK_KHR_cooperative_matrix the device has, as the rewritten coopmat kernels use it (coop_khr()).
+struct CoopKhr {
+  bool bf16 = false, wg = false, wg_bf16 = false;
+  uint32_t wg_reserved = 0;
+  bool any() const { return bf16 || wg || wg_bf16; }
+};
+
 // What we learn about one physical device before opening it.
 struct Candidate {
   VkPhysicalDevice phys = VK_NULL_HANDLE;
@@ -103,7 +110,7 @@ struct Candidate {
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   bool portability_subset = false;
   bool coop_nv = false;  // VK_NV_cooperative_matrix, as shaders/gemm_coop.comp needs it
-  bool coop_bf16 = false;  // VK_KHR_cooperative_matrix + VK_KHR_shader_bfloat16 (gemm_coop_bf16.comp)
+  CoopKhr coop_khr;  // what of VK_KHR_cooperative_matrix the device has, as the rewritten kernels use it
 };
 
 std::string version_str(uint32_t v) {
@@ -181,31 +188,87 @@ struct Bf16Features {  // VkPhysicalDeviceShaderBfloat16FeaturesKHR
 };
 constexpr int32_t kCompBf16 = 1000141000, kCompF32 = 1, kScopeSubgroup = 3;
 
-// VK_KHR_cooperative_matrix with bfloat16 as shaders/gemm_coop_bf16.comp uses it: 16x16x16
-// bfloat16 x bfloat16 + float32 at subgroup scope, VK_KHR_shader_bfloat16's bfloat16 type and
-// cooperative matrices, and coop_subgroups().
-bool coop_bf16(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
-               const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
+struct Coop2Features {  // VkPhysicalDeviceCooperativeMatrix2FeaturesNV
+  VkStructureType sType = VkStructureType(1000593000);
+  void* pNext = nullptr;
+  VkBool32 workgroupScope = VK_FALSE, flexibleDimensions = VK_FALSE, reductions = VK_FALSE,
+           conversions = VK_FALSE, perElementOperations = VK_FALSE, tensorAddressing = VK_FALSE,
+           blockLoads = VK_FALSE;
+};
+struct Coop2Props {  // VkPhysicalDeviceCooperativeMatrix2PropertiesNV
+  VkStructureType sType = VkStructureType(1000593002);
+  void* pNext = nullptr;
+  uint32_t workgroupScopeMaxWorkgroupSize = 0, flexibleDimensionsMaxDimension = 0,
+           workgroupScopeReservedSharedMemory = 0;
+};
+struct FlexProps {  // VkCooperativeMatrixFlexibleDimensionsPropertiesNV
+  VkStructureType sType = VkStructureType(1000593001);
+  void* pNext = nullptr;
+  uint32_t MGranularity = 0, NGranularity = 0, KGranularity = 0;
+  int32_t AType = 0, BType = 0, CType = 0, ResultType = 0;
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  int32_t scope = 0;
+  uint32_t workgroupInvocations = 0;
+};
+constexpr const char* kCoop2Ext = "VK_NV_cooperative_matrix2";
+constexpr int32_t kCompF16 = 0, kScopeWorkgroup = 2;
+
+// What the KHR-rewritten coopmat kernels (scripts/spv_khr.py) can use: all need
+// VK_KHR_cooperative_matrix and what coop_nv() asks of the subgroups and memory model.
+// - bf16: 16x16x16 bfloat16 x bfloat16 + float32 at subgroup scope, with VK_KHR_shader_bfloat16's
+//   bfloat16 type and cooperative matrices (shaders/gemm_coop_bf16.comp);
+// - wg / wg_bf16: VK_NV_cooperative_matrix2's workgroup scope with flexible dimensions, of float16
+//   (bfloat16) x float16 + float32 in 128-invocation workgroups, granularities that divide
+//   gemm_coop_wg.comp's 128x128x32 products (shaders/gemm_coop_wg*.comp).
+
+CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
+                 const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
+  CoopKhr out;
   using PropsFn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, KhrCoopProps*);
+  using FlexFn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, FlexProps*);
   auto props_fn = reinterpret_cast<PropsFn>(vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-  if (!has_ext(exts, kKhrCoopExt) || !has_ext(exts, kBf16Ext) || !props_fn) return false;
-  if (!coop_subgroups(c, p11)) return false;
+  auto flex_fn = reinterpret_cast<FlexFn>(vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (!has_ext(exts, kKhrCoopExt) || !props_fn) return out;
+  if (!coop_subgroups(c, p11)) return out;
+  const bool has_bf16 = has_ext(exts, kBf16Ext), has_coop2 = has_ext(exts, kCoop2Ext) && flex_fn;
   Bf16Features bf;
+  Coop2Features c2;
   KhrCoopFeatures cf;
-  cf.pNext = &bf;
   VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f2.pNext = &cf;
+  if (has_bf16) bf.pNext = cf.pNext, cf.pNext = &bf;
+  if (has_coop2) c2.pNext = cf.pNext, cf.pNext = &c2;
   vkGetPhysicalDeviceFeatures2(phys, &f2);
-  if (!cf.cooperativeMatrix || !bf.shaderBFloat16Type || !bf.shaderBFloat16CooperativeMatrix) return false;
+  if (!cf.cooperativeMatrix) return out;
+  const bool bf16_ok = bf.shaderBFloat16Type && bf.shaderBFloat16CooperativeMatrix;
   uint32_t n = 0;
-  if (props_fn(phys, &n, nullptr) != VK_SUCCESS) return false;
+  if (props_fn(phys, &n, nullptr) != VK_SUCCESS) return out;
   std::vector<KhrCoopProps> props(n);
-  if (n && props_fn(phys, &n, props.data()) != VK_SUCCESS) return false;
+  if (n && props_fn(phys, &n, props.data()) != VK_SUCCESS) return out;
   for (const auto& m : props)
     if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == kCompBf16 && m.BType == kCompBf16 &&
         m.CType == kCompF32 && m.ResultType == kCompF32 && m.scope == kScopeSubgroup)
-      return true;
-  return false;
+      out.bf16 = bf16_ok;
+  if (!has_coop2 || !c2.workgroupScope || !c2.flexibleDimensions) return out;
+  Coop2Props cp;
+  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  p2.pNext = &cp;
+  vkGetPhysicalDeviceProperties2(phys, &p2);
+  if (cp.workgroupScopeMaxWorkgroupSize < 128 || cp.flexibleDimensionsMaxDimension < 128) return out;
+  n = 0;
+  if (flex_fn(phys, &n, nullptr) != VK_SUCCESS) return out;
+  std::vector<FlexProps> flex(n);
+  if (n && flex_fn(phys, &n, flex.data()) != VK_SUCCESS) return out;
+  for (const auto& m : flex) {
+    const bool fits = m.scope == kScopeWorkgroup && m.workgroupInvocations == 128 && m.MGranularity &&
+                      m.NGranularity && m.KGranularity && 128 % m.MGranularity == 0 &&
+                      128 % m.NGranularity == 0 && 32 % m.KGranularity == 0 && m.CType == kCompF32 &&
+                      m.ResultType == kCompF32 && m.AType == m.BType;
+    if (fits && m.AType == kCompF16) out.wg = true;
+    if (fits && m.AType == kCompBf16) out.wg_bf16 = bf16_ok;
+  }
+  out.wg_reserved = cp.workgroupScopeReservedSharedMemory;
+  return out;
 }
 
 // Empty string when the device is usable, else why not.
@@ -285,7 +348,11 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.int64 = true;
   L.float16 = c.f12.shaderFloat16 && c.f11.storageBuffer16BitAccess;
   L.cooperative_matrix = c.coop_nv = coop_nv(phys, exts, c, p11);
-  L.cooperative_matrix_bf16 = c.coop_bf16 = coop_bf16(instance().inst, phys, exts, c, p11);
+  c.coop_khr = coop_khr(instance().inst, phys, exts, c, p11);
+  L.cooperative_matrix_bf16 = c.coop_khr.bf16;
+  L.cooperative_matrix_wg = c.coop_khr.wg;
+  L.cooperative_matrix_wg_bf16 = c.coop_khr.wg_bf16;
+  L.cooperative_matrix_wg_reserved = c.coop_khr.wg_reserved;
   L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
                      (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
   c.max_buffer = p13.maxBufferSize;
@@ -393,14 +460,24 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
   }
   KhrCoopFeatures kcoop;
   Bf16Features bf16;
-  if (c.coop_bf16) {
+  Coop2Features coop2;
+  if (c.coop_khr.any()) {
     exts.push_back(kKhrCoopExt);
-    exts.push_back(kBf16Ext);
     kcoop.cooperativeMatrix = VK_TRUE;
+    kcoop.pNext = f2.pNext;
+    f2.pNext = &kcoop;
+  }
+  if (c.coop_khr.bf16 || c.coop_khr.wg_bf16) {
+    exts.push_back(kBf16Ext);
     bf16.shaderBFloat16Type = bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
     bf16.pNext = f2.pNext;
-    kcoop.pNext = &bf16;
-    f2.pNext = &kcoop;
+    f2.pNext = &bf16;
+  }
+  if (c.coop_khr.wg || c.coop_khr.wg_bf16) {
+    exts.push_back(kCoop2Ext);
+    coop2.workgroupScope = coop2.flexibleDimensions = VK_TRUE;
+    coop2.pNext = f2.pNext;
+    f2.pNext = &coop2;
   }
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &f2;
@@ -411,13 +488,14 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
 
   auto d = std::make_unique<Device>();
   VkResult r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
-  if (r != VK_SUCCESS && (c.coop_nv || c.coop_bf16)) {  // a device that refuses them still runs without
-    exts.resize(c.portability_subset ? 1 : 0);  // the cooperative-matrix extensions came after it
+  if (r != VK_SUCCESS && (c.coop_nv || c.coop_khr.any())) {  // a device that refuses them still runs without
+    exts.resize(c.portability_subset ? 1 : 0);
     f2.pNext = &e11;
     ci.enabledExtensionCount = uint32_t(exts.size());
     ci.ppEnabledExtensionNames = exts.data();
     c.coop_nv = c.limits.cooperative_matrix = false;
-    c.coop_bf16 = c.limits.cooperative_matrix_bf16 = false;
+    c.coop_khr = {};
+    c.limits.cooperative_matrix_bf16 = c.limits.cooperative_matrix_wg = c.limits.cooperative_matrix_wg_bf16 = false;
     r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
   }
   if (r != VK_SUCCESS) {

@@ -22,16 +22,44 @@ struct Tile {
 constexpr Tile kTiles[] = {{0, 0, ""}, {32, 32, "gemm"}, {128, 64, "gemm_large"}, {128, 128, "gemm_coop"}};  // by GemmPipe
 
 constexpr uint32_t kCoopShared = 24576;  // shaders/gemm_coop.comp: two 10 KiB slices + 4 KiB staging
+constexpr uint32_t kCoopWgShared = 20480;  // gemm_coop_wg.comp: two 10 KiB slices
+
+// The subgroup-scope coopmat kernel for float16 (bfloat16) operands on this device, or nullptr:
+// where there is one the large tile runs as coopmat (pick()).
+const char* coop_sg_shader(const Limits& lim, DType da, DType db) {
+  if (lim.max_shared_memory < kCoopShared) return nullptr;
+  if (da == DType::f16 && db == DType::f16 && lim.cooperative_matrix) return "gemm_coop";
+  if (da == DType::bf16 && db == DType::bf16 && lim.cooperative_matrix_bf16) return "gemm_coop_bf16";
+  return nullptr;
+}
+
+// The workgroup-scope kernel where the device has it and the product is one it runs
+// (shaders/gemm_coop.glsl: whole 128x128 tiles stored straight to C as matrices): a C of the
+// operands' dtype with contiguous rows, 16-byte aligned rows and layers, alpha 1, no bias, K in
+// one part. Else nullptr (and the subgroup-scope kernel runs it). VKML_GEMM_PIPE=coopmat_sg
+// keeps to the subgroup-scope kernels.
+const char* coop_wg_shader(const Limits& lim, const pc::GemmParams& p, DType dc, DType da, DType db,
+                           const GemmArgs& args, bool has_bias, int64_t parts) {
+  if (lim.max_shared_memory < kCoopWgShared + lim.cooperative_matrix_wg_reserved ||
+      gemm_forced() == GemmForce::coopmat_sg)
+    return nullptr;
+  const char* s = da == DType::f16 && db == DType::f16 && lim.cooperative_matrix_wg            ? "gemm_coop_wg"
+                  : da == DType::bf16 && db == DType::bf16 && lim.cooperative_matrix_wg_bf16 ? "gemm_coop_wg_bf16"
+                                                                                             : nullptr;
+  const bool plain = dc == da && args.alpha.f == 1.0 && !has_bias && parts == 1;
+  const bool whole = p.M % 128 == 0 && p.N % 128 == 0;
+  const bool rows = p.sc[2] == 1 && p.sc[1] % 8 == 0 && p.sc[0] % 8 == 0 && p.c % 16 == 0;
+  return s && plain && whole && rows ? s : nullptr;
+}
 
 // The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
-// for float16 (bfloat16) operands where the device has cooperative matrices of them (NV's for
-// float16, KHR's for bfloat16) and 24 KiB of shared memory, forced or not; so not under
-// VKML_MIN_SPEC's 16 KiB. The other tiles fit the 16 KiB / 128-invocation floor.
+// for float16 (bfloat16) operands where the device has cooperative matrices of them and the
+// shared memory the kernel takes (coop_sg_shader), forced or not; so not under VKML_MIN_SPEC's
+// 16 KiB. The other tiles fit the 16 KiB / 128-invocation floor.
 GemmPipe pick(GemmPipe shape, const Limits& lim, Compute c, DType da, DType db, int64_t K) {
-  const bool f16 = da == DType::f16 && db == DType::f16, bf16 = da == DType::bf16 && db == DType::bf16;
-  const bool coop = lim.max_shared_memory >= kCoopShared && c == Compute::f32 &&
-                    ((f16 && lim.cooperative_matrix) || (bf16 && lim.cooperative_matrix_bf16));
-  if (shape == GemmPipe::large && coop && (K >= 32 || gemm_forced() == GemmForce::coopmat)) return GemmPipe::coopmat;
+  const bool coop = c == Compute::f32 && coop_sg_shader(lim, da, db) != nullptr;
+  const bool forced = gemm_forced() == GemmForce::coopmat || gemm_forced() == GemmForce::coopmat_sg;
+  if (shape == GemmPipe::large && coop && (K >= 32 || forced)) return GemmPipe::coopmat;
   return shape;
 }
 
@@ -135,7 +163,11 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
       flags |= layout_flags(p.b, p.sb, 8, 2, GEMM_B_N, GEMM_B_K);
     }
     groups = ((uint64_t(N) + t.bn - 1) / t.bn) * ((uint64_t(M) + t.bm - 1) / t.bm) * layers;
-    const char* shader = pipe == GemmPipe::coopmat && da == DType::bf16 ? "gemm_coop_bf16" : t.shader;
+    const char* shader = t.shader;
+    if (pipe == GemmPipe::coopmat) {
+      shader = coop_wg_shader(lim, p, n.t[A::c].dtype, da, db, args, has_bias, parts);
+      if (!shader) shader = coop_sg_shader(lim, da, db);
+    }
     if (!set_shader(out[0], shader, c, lim, why)) return -1;
   }
   p.parts = uint32_t(parts) | flags << kFlagShift;

@@ -13,13 +13,15 @@ namespace vkml {
 // small or large here; the lowering may run a large one as coopmat where the device has it.
 // VKML_GEMM_PIPE forces one (tests); "split" is the small tile with K split into chunks.
 enum class GemmPipe : uint8_t { gemv, small, large, coopmat };
-enum class GemmForce : uint8_t { none, gemv, small, large, split, coopmat };
+// coopmat_sg: coopmat with the subgroup-scope kernels even where the device has workgroup scope
+// (so that a GPU with both tests both).
+enum class GemmForce : uint8_t { none, gemv, small, large, split, coopmat, coopmat_sg };
 
 inline GemmForce gemm_forced() {
   const std::string& s = env().gemm_pipe;
   if (s.empty()) return GemmForce::none;
-  static const char* kNames[] = {"gemv", "small", "large", "split", "coopmat"};
-  for (int i = 0; i < 5; ++i)
+  static const char* kNames[] = {"gemv", "small", "large", "split", "coopmat", "coopmat_sg"};
+  for (int i = 0; i < 6; ++i)
     if (s == kNames[i]) return GemmForce(i + 1);
   return GemmForce::none;  // an unknown name: the automatic choice
 }
@@ -28,7 +30,7 @@ inline GemmPipe gemm_shape_pipe(int64_t M, int64_t N) {
   switch (gemm_forced()) {
     case GemmForce::gemv: return GemmPipe::gemv;
     case GemmForce::small: case GemmForce::split: return GemmPipe::small;
-    case GemmForce::large: case GemmForce::coopmat: return GemmPipe::large;
+    case GemmForce::large: case GemmForce::coopmat: case GemmForce::coopmat_sg: return GemmPipe::large;
     case GemmForce::none: break;
   }
   if (M == 1 || N == 1) return GemmPipe::gemv;
