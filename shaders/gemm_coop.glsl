@@ -1,9 +1,8 @@
-// The coopmat gemm pipelines' body: 16-bit A and B, float32 accumulation. Four builds:
+// The coopmat gemm pipelines' body: 16-bit A and B, float32 accumulation. Three builds:
 // - gemm_coop.comp: float16, subgroup scope, VK_NV_cooperative_matrix;
 // - gemm_coop_bf16.comp (COOP_BF16): bfloat16, subgroup scope;
 // - gemm_coop_wg.comp (COOP_WG): float16, workgroup scope (VK_NV_cooperative_matrix2), whole
-//   tiles of plain products only (below);
-// - gemm_coop_wg_bf16.comp (COOP_WG, COOP_BF16): the same in bfloat16.
+//   tiles of plain products only (below; not bfloat16: lower_gemm.cpp coop_wg_shader() says why).
 // All are written with GL_NV_cooperative_matrix types (Debian 12's glslc knows no other); all but
 // the first are rewritten by scripts/spv_khr.py to VK_KHR_cooperative_matrix, keeping workgroup
 // scope, with bfloat16 matrices for COOP_BF16 (NV has no bfloat16). Only where the device reports

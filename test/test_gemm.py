@@ -21,15 +21,15 @@ _INFO = vkml_torch._C.device_info(0)
 # coopmat_sg: the subgroup-scope coopmat kernels, where the device also has the workgroup-scope
 # ones that coopmat then runs (elsewhere the two would run the same kernels)
 PIPES = ["gemv", "small", "large", "split", "coopmat"] + (
-    ["coopmat_sg"] if _INFO.get("cooperative_matrix_wg") or _INFO.get("cooperative_matrix_wg_bf16") else [])
+    ["coopmat_sg"] if _INFO.get("cooperative_matrix_wg") else [])
 
 
 def _coop_shader(dtype, whole):
     """The coopmat kernel this device runs for a plain product of dtype: the workgroup-scope one
     for whole 128x128 tiles where the device has it, else the subgroup-scope one."""
     f16 = dtype == torch.float16
-    if whole and _INFO.get("cooperative_matrix_wg" if f16 else "cooperative_matrix_wg_bf16"):
-        return "gemm_coop_wg_f32" if f16 else "gemm_coop_wg_bf16"
+    if whole and f16 and _INFO.get("cooperative_matrix_wg"):
+        return "gemm_coop_wg_f32"
     return "gemm_coop_f32" if f16 else "gemm_coop_bf16"
 
 
@@ -127,7 +127,33 @@ def child(pipe):
     got = (a.to("vkml") @ b.to("vkml")).cpu()
     helpers.assert_close_row(row, got, (a.double() @ b.double()).float(), a.double().abs() @ b.double().abs(), n=512,
                              what=f"[{pipe}] randn 256x512x192")
+    count += _rounding_cases(pipe)
     print(f"{pipe}: {count + 1} cases passed")
+
+
+def _rounding_cases(pipe):
+    """16-bit outputs are rounded to nearest even, as torch's CPU and CUDA round their float32
+    sums: integer operands whose every partial sum is exact in float32 (|sum| < 2^24, in any
+    order), so the only rounding is the output's, and the bytes must be torch's. The sums need
+    more bits than the dtype has (float16 is exact to 2048, bfloat16 to 256), so a kernel that
+    truncates, or rounds through another format, differs in about half of them. Whole 128x128
+    tiles (the workgroup-scope coopmat kernel where the device has it) and edge tiles."""
+    g = torch.Generator().manual_seed(7)
+    n = 0
+    for dtype, hi in ((torch.float16, 33), (torch.bfloat16, 17)):
+        for m, k, nn in ((256, 128, 256), (130, 96, 70)):
+            a = torch.randint(-hi, hi, (m, k), generator=g).to(dtype)
+            b = torch.randint(-hi, hi, (k, nn), generator=g).to(dtype)
+            exact = a.double() @ b.double()
+            want = exact.float().to(dtype)  # the exact sum, rounded once to nearest even
+            assert not torch.equal(want.double(), exact), "the sums must need rounding"
+            got = (a.to("vkml") @ b.to("vkml")).cpu()
+            bad = (got.view(torch.int16) != want.view(torch.int16)).sum().item()
+            assert bad == 0, (f"[{pipe}] {m}x{k}x{nn} {dtype}: {bad} of {got.numel()} outputs are not the exact "
+                              f"sum rounded to nearest even, e.g. {got[got != want][:4].tolist()} "
+                              f"for {want[got != want][:4].tolist()}")
+            n += 1
+    return n
 
 
 def _child_env(pipe):
@@ -286,9 +312,9 @@ def test_coopmat_chosen_for_float16():
 
 
 # Where the device has VK_KHR_cooperative_matrix with bfloat16 (VK_KHR_shader_bfloat16: the H100
-# and H200 with driver 580; lavapipe has neither), bfloat16 matmuls take gemm_coop_bf16.comp (or
-# gemm_coop_wg_bf16.comp), and are right: the 16-bit words they move are read and written as
-# bfloat16 (as float16 they would be other numbers).
+# and H200 with driver 580; lavapipe has neither), bfloat16 matmuls take gemm_coop_bf16.comp,
+# whole tiles too, and are right: the 16-bit words it moves are read and written as bfloat16 (as
+# float16 they would be other numbers).
 @_needs_coop("cooperative_matrix_bf16", "VK_KHR_cooperative_matrix with bfloat16 (16x16x16, subgroup 32)")
 @_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_bfloat16():

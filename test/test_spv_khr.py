@@ -1,6 +1,6 @@
 """scripts/spv_khr.py's rewrite of GL_NV_cooperative_matrix SPIR-V to VK_KHR_cooperative_matrix:
-shaders/gemm_coop_bf16.comp (subgroup scope, bfloat16 A and B), gemm_coop_wg.comp (workgroup
-scope, VK_NV_cooperative_matrix2, float16) and gemm_coop_wg_bf16.comp (both).
+shaders/gemm_coop_bf16.comp (subgroup scope, bfloat16 A and B) and gemm_coop_wg.comp (workgroup
+scope, VK_NV_cooperative_matrix2, float16).
 
 Debian 12's spirv-val (SPIRV-Tools 2023.1) knows neither SPV_KHR_cooperative_matrix nor
 SPV_KHR_bfloat16, so it cannot validate the blob; lavapipe has no cooperative matrices, so no CI
@@ -75,8 +75,7 @@ def _structure(words):
 # stem: (scope, A rows x k, B k x columns, accumulator rows x columns, multiply-adds, loads and
 # stores, A and B bfloat16)
 BLOBS = {"gemm_coop_bf16": (3, (16, 16), (16, 16), (16, 16), 32, 33, True),
-         "gemm_coop_wg": (2, (128, 32), (32, 128), (128, 128), 1, 5, False),
-         "gemm_coop_wg_bf16": (2, (128, 32), (32, 128), (128, 128), 1, 5, True)}
+         "gemm_coop_wg": (2, (128, 32), (32, 128), (128, 128), 1, 5, False)}
 
 
 def _built(stem):

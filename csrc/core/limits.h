@@ -23,12 +23,11 @@ struct Limits {
   // VK_KHR_cooperative_matrix with bfloat16 (VK_KHR_shader_bfloat16) as shaders/gemm_coop_bf16.comp
   // needs it; a feature, like cooperative_matrix, with the same 24 KiB of shared memory.
   bool cooperative_matrix_bf16 = false;
-  // VK_NV_cooperative_matrix2's workgroup-scope matrices of float16 (bfloat16) as
-  // shaders/gemm_coop_wg.comp (gemm_coop_wg_bf16.comp) needs them (features, like the two above);
+  // VK_NV_cooperative_matrix2's workgroup-scope matrices of float16 as shaders/gemm_coop_wg.comp
+  // needs them (a feature, like the two above);
   // lower_gemm.cpp runs it where the 20 KiB of shared memory it takes fit beside what the driver
   // reserves for workgroup-scope matrices.
   bool cooperative_matrix_wg = false;
-  bool cooperative_matrix_wg_bf16 = false;
   uint32_t cooperative_matrix_wg_reserved = 0;  // shared memory bytes the driver keeps for them
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
   // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.
@@ -66,7 +65,6 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.cooperative_matrix = dev.cooperative_matrix;  // a feature
   m.cooperative_matrix_bf16 = dev.cooperative_matrix_bf16;  // a feature
   m.cooperative_matrix_wg = dev.cooperative_matrix_wg;  // a feature
-  m.cooperative_matrix_wg_bf16 = dev.cooperative_matrix_wg_bf16;  // a feature
   m.cooperative_matrix_wg_reserved = dev.cooperative_matrix_wg_reserved;  // its cost
   m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
   m.specialize_after = dev.specialize_after;  // a policy, kept

@@ -164,7 +164,6 @@ PYBIND11_MODULE(_C, m) {
     r["cooperative_matrix"] = l.cooperative_matrix;  // VK_NV_cooperative_matrix in use (gemm_coop)
     r["cooperative_matrix_bf16"] = l.cooperative_matrix_bf16;  // VK_KHR_cooperative_matrix with bfloat16 (gemm_coop_bf16)
     r["cooperative_matrix_wg"] = l.cooperative_matrix_wg;  // VK_NV_cooperative_matrix2 workgroup scope (gemm_coop_wg)
-    r["cooperative_matrix_wg_bf16"] = l.cooperative_matrix_wg_bf16;  // the same of bfloat16 (gemm_coop_wg_bf16)
     r["min_spec"] = env().min_spec;
     r["index"] = d.index();
     r["vulkan_index"] = d.physical();

@@ -91,9 +91,9 @@ const Instance& instance() {
 
 // What of VK_KHR_cooperative_matrix the device has, as the rewritten coopmat kernels use it (coop_khr()).
 struct CoopKhr {
-  bool bf16 = false, wg = false, wg_bf16 = false;
+  bool bf16 = false, wg = false;
   uint32_t wg_reserved = 0;
-  bool any() const { return bf16 || wg || wg_bf16; }
+  bool any() const { return bf16 || wg; }
 };
 
 // What we learn about one physical device before opening it.
@@ -217,8 +217,8 @@ constexpr int32_t kCompF16 = 0, kScopeWorkgroup = 2;
 // VK_KHR_cooperative_matrix and what coop_nv() asks of the subgroups and memory model.
 // - bf16: 16x16x16 bfloat16 x bfloat16 + float32 at subgroup scope, with VK_KHR_shader_bfloat16's
 //   bfloat16 type and cooperative matrices (shaders/gemm_coop_bf16.comp);
-// - wg / wg_bf16: VK_NV_cooperative_matrix2's workgroup scope with flexible dimensions, of float16
-//   (bfloat16) x float16 + float32 in 128-invocation workgroups, granularities that divide
+// - wg: VK_NV_cooperative_matrix2's workgroup scope with flexible dimensions, of float16 x float16
+//   + float32 in 128-invocation workgroups, granularities that divide
 //   gemm_coop_wg.comp's 128x128x32 products (shaders/gemm_coop_wg*.comp).
 
 CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
@@ -265,7 +265,6 @@ CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExt
                       128 % m.NGranularity == 0 && 32 % m.KGranularity == 0 && m.CType == kCompF32 &&
                       m.ResultType == kCompF32 && m.AType == m.BType;
     if (fits && m.AType == kCompF16) out.wg = true;
-    if (fits && m.AType == kCompBf16) out.wg_bf16 = bf16_ok;
   }
   out.wg_reserved = cp.workgroupScopeReservedSharedMemory;
   return out;
@@ -351,7 +350,6 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   c.coop_khr = coop_khr(instance().inst, phys, exts, c, p11);
   L.cooperative_matrix_bf16 = c.coop_khr.bf16;
   L.cooperative_matrix_wg = c.coop_khr.wg;
-  L.cooperative_matrix_wg_bf16 = c.coop_khr.wg_bf16;
   L.cooperative_matrix_wg_reserved = c.coop_khr.wg_reserved;
   L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
                      (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
@@ -467,13 +465,13 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
     kcoop.pNext = f2.pNext;
     f2.pNext = &kcoop;
   }
-  if (c.coop_khr.bf16 || c.coop_khr.wg_bf16) {
+  if (c.coop_khr.bf16) {
     exts.push_back(kBf16Ext);
     bf16.shaderBFloat16Type = bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
     bf16.pNext = f2.pNext;
     f2.pNext = &bf16;
   }
-  if (c.coop_khr.wg || c.coop_khr.wg_bf16) {
+  if (c.coop_khr.wg) {
     exts.push_back(kCoop2Ext);
     coop2.workgroupScope = coop2.flexibleDimensions = VK_TRUE;
     coop2.pNext = f2.pNext;
@@ -495,7 +493,7 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
     ci.ppEnabledExtensionNames = exts.data();
     c.coop_nv = c.limits.cooperative_matrix = false;
     c.coop_khr = {};
-    c.limits.cooperative_matrix_bf16 = c.limits.cooperative_matrix_wg = c.limits.cooperative_matrix_wg_bf16 = false;
+    c.limits.cooperative_matrix_bf16 = c.limits.cooperative_matrix_wg = false;
     r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
   }
   if (r != VK_SUCCESS) {

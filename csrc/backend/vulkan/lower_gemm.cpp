@@ -37,15 +37,19 @@ const char* coop_sg_shader(const Limits& lim, DType da, DType db) {
 // (shaders/gemm_coop.glsl: whole 128x128 tiles stored straight to C as matrices): a C of the
 // operands' dtype with contiguous rows, 16-byte aligned rows and layers, alpha 1, no bias, K in
 // one part. Else nullptr (and the subgroup-scope kernel runs it). VKML_GEMM_PIPE=coopmat_sg
-// keeps to the subgroup-scope kernels.
+// keeps to the subgroup-scope kernels. float16 only: the tile is rounded to the output dtype by
+// the matrix conversion, whose rounding SPIR-V leaves to the driver. NVIDIA's rounds float32 to
+// float16 to nearest even, as torch does (test_gemm.py's rounding cases), but not to bfloat16: a
+// bfloat16 build of this kernel ran 4096^3 with twice the subgroup kernel's error, 5.7e-3 of the
+// largest output against 2.9e-3 (cuBLAS 2.9e-3; half a bfloat16 ulp is 3.9e-3), on the H100
+// (docs/performance.md, thirteenth session). So bfloat16 stays on the subgroup kernel, which
+// rounds each output with f32_to_bf16.
 const char* coop_wg_shader(const Limits& lim, const pc::GemmParams& p, DType dc, DType da, DType db,
                            const GemmArgs& args, bool has_bias, int64_t parts) {
   if (lim.max_shared_memory < kCoopWgShared + lim.cooperative_matrix_wg_reserved ||
       gemm_forced() == GemmForce::coopmat_sg)
     return nullptr;
-  const char* s = da == DType::f16 && db == DType::f16 && lim.cooperative_matrix_wg            ? "gemm_coop_wg"
-                  : da == DType::bf16 && db == DType::bf16 && lim.cooperative_matrix_wg_bf16 ? "gemm_coop_wg_bf16"
-                                                                                             : nullptr;
+  const char* s = da == DType::f16 && db == DType::f16 && lim.cooperative_matrix_wg ? "gemm_coop_wg" : nullptr;
   const bool plain = dc == da && args.alpha.f == 1.0 && !has_bias && parts == 1;
   const bool whole = p.M % 128 == 0 && p.N % 128 == 0;
   const bool rows = p.sc[2] == 1 && p.sc[1] % 8 == 0 && p.sc[0] % 8 == 0 && p.c % 16 == 0;
