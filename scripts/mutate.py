@@ -23,7 +23,7 @@ process that keeps torch imported and runs that target's tests with pytest -x: i
 (TARGETS), test_ops.py's items for its family's rows (only the dtypes whose compute variant the
 mutant changed), and 60 fuzz cases of those rows. Each target's canary (its entry returning at
 once) runs first and must be killed: it proves the tests reach that shader. A target needing a
-device feature this device lacks (gemm_coop: VK_NV_cooperative_matrix) is unreachable: not run. No C++ is rebuilt: a mutant costs its glslc runs
+device feature this device lacks (gemm_coop: VK_KHR_cooperative_matrix with float16) is unreachable: not run. No C++ is rebuilt: a mutant costs its glslc runs
 (about 0.3 s a blob) plus the tests up to the first failure.
 
 Mutants are taken in turns over the targets; the three tests that killed most of a target's

@@ -1,4 +1,6 @@
 // variants: f32
-// float16 matmul on cooperative matrices (VK_NV_cooperative_matrix): gemm_coop.glsl.
+// spirv: KHR cooperative matrix
+// float16 matmul on subgroup-scope cooperative matrices: gemm_coop.glsl, rewritten to
+// VK_KHR_cooperative_matrix (scripts/spv_khr.py).
 #version 460
 #include "gemm_coop.glsl"

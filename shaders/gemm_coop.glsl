@@ -1,13 +1,14 @@
 // The coopmat gemm pipelines' body: 16-bit A and B, float32 accumulation. Three builds:
-// - gemm_coop.comp: float16, subgroup scope, VK_NV_cooperative_matrix;
+// - gemm_coop.comp: float16, subgroup scope;
 // - gemm_coop_bf16.comp (COOP_BF16): bfloat16, subgroup scope;
 // - gemm_coop_wg.comp (COOP_WG): float16, workgroup scope (VK_NV_cooperative_matrix2), whole
 //   tiles of plain products only (below; not bfloat16: lower_gemm.cpp coop_wg_shader() says why).
-// All are written with GL_NV_cooperative_matrix types (Debian 12's glslc knows no other); all but
-// the first are rewritten by scripts/spv_khr.py to VK_KHR_cooperative_matrix, keeping workgroup
-// scope, with bfloat16 matrices for COOP_BF16 (NV has no bfloat16). Only where the device reports
-// the matrices (core/limits.h cooperative_matrix*) and the shared memory (lower_gemm.cpp
-// coop_shader()).
+// All are written with GL_NV_cooperative_matrix types (Debian 12's glslc knows no other) and
+// rewritten by scripts/spv_khr.py to VK_KHR_cooperative_matrix, keeping workgroup scope, with
+// bfloat16 matrices for COOP_BF16 (NV has no bfloat16). The KHR build of the subgroup kernel ran
+// 17% faster than the NV one on the H100 (docs/performance.md), and KHR is every vendor's. Only
+// where the device reports the matrices (core/limits.h cooperative_matrix*) and the shared memory
+// (lower_gemm.cpp coop_sg_shader() / coop_wg_shader()).
 //
 // A 128x128 output tile per workgroup; at subgroup scope each of the 4 subgroups owns a 64x64
 // quarter as 4x4 16x16 accumulators. 32-deep k slices of A and B go through shared memory in their 16-bit format

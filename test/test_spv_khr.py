@@ -74,7 +74,8 @@ def _structure(words):
 
 # stem: (scope, A rows x k, B k x columns, accumulator rows x columns, multiply-adds, loads and
 # stores, A and B bfloat16)
-BLOBS = {"gemm_coop_bf16": (3, (16, 16), (16, 16), (16, 16), 32, 33, True),
+BLOBS = {"gemm_coop": (3, (16, 16), (16, 16), (16, 16), 32, 33, False),
+         "gemm_coop_bf16": (3, (16, 16), (16, 16), (16, 16), 32, 33, True),
          "gemm_coop_wg": (2, (128, 32), (32, 128), (128, 128), 1, 5, False)}
 
 

@@ -16,7 +16,7 @@ struct Limits {
   bool float64 = false;  // shaderFloat64 is optional
   bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
   bool float16 = false;
-  // VK_NV_cooperative_matrix enabled as shaders/gemm_coop.comp needs it (backend/vulkan/device.cpp);
+  // VK_KHR_cooperative_matrix with float16 as shaders/gemm_coop.comp needs it (backend/vulkan/device.cpp);
   // a feature, kept under VKML_MIN_SPEC, but its shader needs 24 KiB of shared memory, so the
   // floor's 16 KiB runs float16 gemm on the scalar tiles (lower_gemm.cpp pick()).
   bool cooperative_matrix = false;

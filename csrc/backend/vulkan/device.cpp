@@ -91,9 +91,9 @@ const Instance& instance() {
 
 // What of VK_KHR_cooperative_matrix the device has, as the rewritten coopmat kernels use it (coop_khr()).
 struct CoopKhr {
-  bool bf16 = false, wg = false;
+  bool f16 = false, bf16 = false, wg = false;
   uint32_t wg_reserved = 0;
-  bool any() const { return bf16 || wg; }
+  bool any() const { return f16 || bf16 || wg; }
 };
 
 // What we learn about one physical device before opening it.
@@ -109,7 +109,6 @@ struct Candidate {
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   bool portability_subset = false;
-  bool coop_nv = false;  // VK_NV_cooperative_matrix, as shaders/gemm_coop.comp needs it
   CoopKhr coop_khr;  // what of VK_KHR_cooperative_matrix the device has, as the rewritten kernels use it
 };
 
@@ -127,40 +126,11 @@ std::string driver_str(const VkPhysicalDeviceProperties& p, const VkPhysicalDevi
 }
 
 // What every gemm_coop*.comp build asks of the device besides its matrices: 32-wide subgroups in
-// compute shaders with the basic operations (gl_SubgroupID) and the Vulkan memory model.
+// compute shaders with the basic operations (gl_SubgroupID), the Vulkan memory model and float16
+// (the sources convert through it).
 bool coop_subgroups(const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
-  return c.f12.vulkanMemoryModel && p11.subgroupSize == 32 && (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+  return c.f12.vulkanMemoryModel && c.f12.shaderFloat16 && p11.subgroupSize == 32 && (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
          (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
-}
-
-// VK_NV_cooperative_matrix as shaders/gemm_coop.comp uses it: 16x16x16 float16 x float16 + float32
-// at subgroup scope, in compute shaders, with 32-wide subgroups, float16 and the Vulkan memory
-// model. (Debian 12's glslc cannot compile GL_KHR_cooperative_matrix, nor these headers describe
-// VK_KHR_cooperative_matrix, so the KHR extension is not used.)
-bool coop_nv(VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts, const Candidate& c,
-             const VkPhysicalDeviceVulkan11Properties& p11) {
-  if (!has_ext(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) || !vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)
-    return false;
-  if (!c.f12.shaderFloat16 || !coop_subgroups(c, p11)) return false;
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV cf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  f2.pNext = &cf;
-  vkGetPhysicalDeviceFeatures2(phys, &f2);
-  VkPhysicalDeviceCooperativeMatrixPropertiesNV cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
-  VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  p2.pNext = &cp;
-  vkGetPhysicalDeviceProperties2(phys, &p2);
-  if (!cf.cooperativeMatrix || !(cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return false;
-  uint32_t n = 0;
-  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(phys, &n, nullptr) != VK_SUCCESS) return false;
-  std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  if (n && vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(phys, &n, props.data()) != VK_SUCCESS) return false;
-  for (const auto& m : props)
-    if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        m.BType == VK_COMPONENT_TYPE_FLOAT16_NV && m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV)
-      return true;
-  return false;
 }
 
 // VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16 are newer than the Vulkan headers this
@@ -186,7 +156,7 @@ struct Bf16Features {  // VkPhysicalDeviceShaderBfloat16FeaturesKHR
   VkBool32 shaderBFloat16Type = VK_FALSE, shaderBFloat16DotProduct = VK_FALSE,
            shaderBFloat16CooperativeMatrix = VK_FALSE;
 };
-constexpr int32_t kCompBf16 = 1000141000, kCompF32 = 1, kScopeSubgroup = 3;
+constexpr int32_t kCompF16 = 0, kCompF32 = 1, kCompBf16 = 1000141000, kScopeSubgroup = 3;
 
 struct Coop2Features {  // VkPhysicalDeviceCooperativeMatrix2FeaturesNV
   VkStructureType sType = VkStructureType(1000593000);
@@ -211,10 +181,11 @@ struct FlexProps {  // VkCooperativeMatrixFlexibleDimensionsPropertiesNV
   uint32_t workgroupInvocations = 0;
 };
 constexpr const char* kCoop2Ext = "VK_NV_cooperative_matrix2";
-constexpr int32_t kCompF16 = 0, kScopeWorkgroup = 2;
+constexpr int32_t kScopeWorkgroup = 2;
 
-// What the KHR-rewritten coopmat kernels (scripts/spv_khr.py) can use: all need
-// VK_KHR_cooperative_matrix and what coop_nv() asks of the subgroups and memory model.
+// What the coopmat kernels (all rewritten to KHR by scripts/spv_khr.py) can use: all need
+// VK_KHR_cooperative_matrix and coop_subgroups().
+// - f16: 16x16x16 float16 x float16 + float32 at subgroup scope (shaders/gemm_coop.comp);
 // - bf16: 16x16x16 bfloat16 x bfloat16 + float32 at subgroup scope, with VK_KHR_shader_bfloat16's
 //   bfloat16 type and cooperative matrices (shaders/gemm_coop_bf16.comp);
 // - wg: VK_NV_cooperative_matrix2's workgroup scope with flexible dimensions, of float16 x float16
@@ -245,10 +216,12 @@ CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExt
   if (props_fn(phys, &n, nullptr) != VK_SUCCESS) return out;
   std::vector<KhrCoopProps> props(n);
   if (n && props_fn(phys, &n, props.data()) != VK_SUCCESS) return out;
-  for (const auto& m : props)
-    if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == kCompBf16 && m.BType == kCompBf16 &&
-        m.CType == kCompF32 && m.ResultType == kCompF32 && m.scope == kScopeSubgroup)
-      out.bf16 = bf16_ok;
+  for (const auto& m : props) {
+    const bool fits = m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == m.BType &&
+                      m.CType == kCompF32 && m.ResultType == kCompF32 && m.scope == kScopeSubgroup;
+    if (fits && m.AType == kCompF16) out.f16 = true;
+    if (fits && m.AType == kCompBf16) out.bf16 = bf16_ok;
+  }
   if (!has_coop2 || !c2.workgroupScope || !c2.flexibleDimensions) return out;
   Coop2Props cp;
   VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -346,8 +319,8 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.float64 = c.core.shaderFloat64;
   L.int64 = true;
   L.float16 = c.f12.shaderFloat16 && c.f11.storageBuffer16BitAccess;
-  L.cooperative_matrix = c.coop_nv = coop_nv(phys, exts, c, p11);
   c.coop_khr = coop_khr(instance().inst, phys, exts, c, p11);
+  L.cooperative_matrix = c.coop_khr.f16;
   L.cooperative_matrix_bf16 = c.coop_khr.bf16;
   L.cooperative_matrix_wg = c.coop_khr.wg;
   L.cooperative_matrix_wg_reserved = c.coop_khr.wg_reserved;
@@ -449,13 +422,6 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
   qi.pQueuePriorities = &prio;
   std::vector<const char*> exts;
   if (c.portability_subset) exts.push_back("VK_KHR_portability_subset");  // must be enabled where it exists
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  if (c.coop_nv) {
-    exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    coop.cooperativeMatrix = VK_TRUE;
-    coop.pNext = f2.pNext;
-    f2.pNext = &coop;
-  }
   KhrCoopFeatures kcoop;
   Bf16Features bf16;
   Coop2Features coop2;
@@ -486,14 +452,14 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
 
   auto d = std::make_unique<Device>();
   VkResult r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
-  if (r != VK_SUCCESS && (c.coop_nv || c.coop_khr.any())) {  // a device that refuses them still runs without
+  if (r != VK_SUCCESS && c.coop_khr.any()) {  // a device that refuses them still runs without
     exts.resize(c.portability_subset ? 1 : 0);
     f2.pNext = &e11;
     ci.enabledExtensionCount = uint32_t(exts.size());
     ci.ppEnabledExtensionNames = exts.data();
-    c.coop_nv = c.limits.cooperative_matrix = false;
     c.coop_khr = {};
-    c.limits.cooperative_matrix_bf16 = c.limits.cooperative_matrix_wg = false;
+    c.limits.cooperative_matrix = c.limits.cooperative_matrix_bf16 = false;
+    c.limits.cooperative_matrix_wg = false;
     r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
   }
   if (r != VK_SUCCESS) {
