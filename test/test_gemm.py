@@ -298,8 +298,8 @@ _CHOSEN_BY_SHAPE = pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != ""
 
 # Where the device has VK_KHR_cooperative_matrix with float16 (the H100 and H200; lavapipe has
 # none) and the 24 KiB of shared memory gemm_coop.comp takes (not under VKML_MIN_SPEC's 16 KiB),
-# float16 matmuls must take it (or gemm_coop_wg.comp for whole tiles), and be right; bfloat16 ones take gemm_coop_bf16 where the device has that (below), else the
-# large tile.
+# float16 matmuls must take it (or gemm_coop_wg.comp for whole tiles), and be right; bfloat16
+# ones take gemm_coop_bf16 where the device has that (below), else the large tile.
 @_needs_coop("cooperative_matrix", "VK_KHR_cooperative_matrix with float16 (16x16x16, subgroup 32)")
 @_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_float16():
