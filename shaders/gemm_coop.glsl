@@ -11,8 +11,8 @@
 // (lower_gemm.cpp coop_sg_shader() / coop_wg_shader()).
 //
 // A 128x128 output tile per workgroup; at subgroup scope each of the 4 subgroups owns a 64x64
-// quarter as 4x4 16x16 accumulators. 32-deep k slices of A and B go through shared memory in their 16-bit format
-// (exact), 16 bytes (8 elements) at a time: a slice is held either row-major
+// quarter as 4x4 16x16 accumulators. 32-deep k slices of A and B go through shared memory in
+// their 16-bit format (exact), 16 bytes (8 elements) at a time: a slice is held either row-major
 // ([m][k] for A, [k][n] for B) or column-major ([k][m], [n][k]), whichever the operand's
 // contiguous dimension gives (lower_gemm.cpp's GEMM_A_* / GEMM_B_* flags, 16-byte aligned
 // interior tiles), and the cooperative loads read it in that order. Edge slices and other layouts
@@ -40,28 +40,25 @@
 #define SLICE 640u  // max(128 * RS, 32 * CS)
 layout(local_size_x = 128) in;
 
-#if defined(COOP_WG)
-// Workgroup scope (VK_NV_cooperative_matrix2): the workgroup's matrices are one 128x128 float32
-// accumulator, each slice's A as one 128x32 and B as one 32x128; the driver divides the work
-// among the subgroups. The tile leaves as one 128x128 float16 matrix stored straight to C: so only
-// for whole tiles of a float16 C with contiguous rows, alpha 1, no bias and K in one part
-// (lower_gemm.cpp coop_shader()).
+// One array for both slices (the A slice first), so that both scopes address them alike.
 shared uvec4 S[2u * SLICE];
 #define As_(i) S[(i)]
 #define Bs_(i) S[SLICE + (i)]
 #define A_AT 0u
 #define B_AT SLICE
+
+#if defined(COOP_WG)
+// Workgroup scope (VK_NV_cooperative_matrix2): the workgroup's matrices are one 128x128 float32
+// accumulator, each slice's A as one 128x32 and B as one 32x128; the driver divides the work
+// among the subgroups. The tile leaves as one 128x128 float16 matrix stored straight to C: so only
+// for whole tiles of a float16 C with contiguous rows, alpha 1, no bias and K in one part
+// (lower_gemm.cpp coop_wg_shader()).
 #define A_SLICE fcoopmatNV<16, gl_ScopeWorkgroup, 128, 32>
 #define B_SLICE fcoopmatNV<16, gl_ScopeWorkgroup, 32, 128>
 #define ACC_TILE fcoopmatNV<32, gl_ScopeWorkgroup, 128, 128>
 #define OUT_TILE fcoopmatNV<16, gl_ScopeWorkgroup, 128, 128>
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer H16 { float16_t v[]; };
 #else
-shared uvec4 S[2u * SLICE];
-#define As_(i) S[(i)]
-#define Bs_(i) S[SLICE + (i)]
-#define A_AT 0u
-#define B_AT SLICE
 shared float Cs[4u * 256u];  // one 16x16 accumulator per subgroup, for the epilogue
 
 #define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>

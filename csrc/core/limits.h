@@ -16,17 +16,16 @@ struct Limits {
   bool float64 = false;  // shaderFloat64 is optional
   bool int64 = true;     // required by this project (buffer-device addresses are 64-bit)
   bool float16 = false;
-  // VK_KHR_cooperative_matrix with float16 as shaders/gemm_coop.comp needs it (backend/vulkan/device.cpp);
-  // a feature, kept under VKML_MIN_SPEC, but its shader needs 24 KiB of shared memory, so the
+  // VK_KHR_cooperative_matrix with float16 as shaders/gemm_coop.comp needs it
+  // (backend/vulkan/device.cpp); a feature, kept under VKML_MIN_SPEC, but its shader needs 24 KiB of shared memory, so the
   // floor's 16 KiB runs float16 gemm on the scalar tiles (lower_gemm.cpp pick()).
   bool cooperative_matrix = false;
   // VK_KHR_cooperative_matrix with bfloat16 (VK_KHR_shader_bfloat16) as shaders/gemm_coop_bf16.comp
   // needs it; a feature, like cooperative_matrix, with the same 24 KiB of shared memory.
   bool cooperative_matrix_bf16 = false;
   // VK_NV_cooperative_matrix2's workgroup-scope matrices of float16 as shaders/gemm_coop_wg.comp
-  // needs them (a feature, like the two above);
-  // lower_gemm.cpp runs it where the 20 KiB of shared memory it takes fit beside what the driver
-  // reserves for workgroup-scope matrices.
+  // needs them (a feature, like the two above); lower_gemm.cpp runs it where the 20 KiB of shared
+  // memory it takes fit beside what the driver reserves for workgroup-scope matrices.
   bool cooperative_matrix_wg = false;
   uint32_t cooperative_matrix_wg_reserved = 0;  // shared memory bytes the driver keeps for them
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds

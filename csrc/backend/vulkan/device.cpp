@@ -129,7 +129,8 @@ std::string driver_str(const VkPhysicalDeviceProperties& p, const VkPhysicalDevi
 // compute shaders with the basic operations (gl_SubgroupID), the Vulkan memory model and float16
 // (the sources convert through it).
 bool coop_subgroups(const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
-  return c.f12.vulkanMemoryModel && c.f12.shaderFloat16 && p11.subgroupSize == 32 && (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+  return c.f12.vulkanMemoryModel && c.f12.shaderFloat16 && p11.subgroupSize == 32 &&
+         (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
          (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
 }
 
@@ -190,7 +191,7 @@ constexpr int32_t kScopeWorkgroup = 2;
 //   bfloat16 type and cooperative matrices (shaders/gemm_coop_bf16.comp);
 // - wg: VK_NV_cooperative_matrix2's workgroup scope with flexible dimensions, of float16 x float16
 //   + float32 in 128-invocation workgroups, granularities that divide
-//   gemm_coop_wg.comp's 128x128x32 products (shaders/gemm_coop_wg*.comp).
+//   the 128x128x32 products of shaders/gemm_coop_wg.comp.
 
 CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
                  const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
