@@ -39,6 +39,10 @@
 #define CS 17u
 #define SLICE 640u  // max(128 * RS, 32 * CS)
 layout(local_size_x = 128) in;
+// Specialization constant 2: the layout flags (gemm_flags()), set with constant 1 on GPUs
+// (lower_gemm.cpp), so the driver folds the choice of loads and of the matrices' layouts (a
+// run-time choice cost the workgroup-scope kernel 10% at 4096^3 on the H100).
+layout(constant_id = 2) const uint SPEC_GEMM_FLAGS = 0u;
 
 // One array for both slices (the A slice first), so that both scopes address them alike.
 shared uvec4 S[2u * SLICE];
@@ -82,21 +86,65 @@ uint tiles_n, tiles_m, m0, n0, k_lo, k_hi, dta, dtb, flags, tid;
 uint64_t abase, bbase;
 bool a_full, b_full;
 
-// Slice k0 of A into r (4 units per invocation); returns its layout.
+// Slice k0 of A (B) into r, 4 units per invocation, in one of the two fast layouts: 16-byte units
+// along A's k or m (B's n or k) of an interior, aligned slice (lower_gemm.cpp's GEMM_* flags).
+void load_a_rows(uint k0, out uvec4 r[4]) {
+  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
+    uint u = tid + 128u * l, mm = u / 4u, kq = u % 4u;
+    r[l] = U4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 8u * kq)) * 2)).v;
+  }
+}
+void load_a_cols(uint k0, out uvec4 r[4]) {
+  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
+    uint u = tid + 128u * l, kk = u / 16u, mq = u % 16u;
+    r[l] = U4(abase + uint64_t((int64_t(m0 + 8u * mq) + int64_t(k0 + kk) * pc.sa[2]) * 2)).v;
+  }
+}
+void load_b_rows(uint k0, out uvec4 r[4]) {
+  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
+    uint u = tid + 128u * l, kk = u / 16u, nq = u % 16u;
+    r[l] = U4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 8u * nq)) * 2)).v;
+  }
+}
+void load_b_cols(uint k0, out uvec4 r[4]) {
+  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
+    uint u = tid + 128u * l, nn = u / 4u, kq = u % 4u;
+    r[l] = U4(bbase + uint64_t((int64_t(k0 + 8u * kq) + int64_t(n0 + nn) * pc.sb[2]) * 2)).v;
+  }
+}
+
+#if defined(COOP_WG)
+// Workgroup scope: lower_gemm.cpp coop_wg_shader() sends only products whose every slice takes a
+// fast layout (whole tiles, K % 32 == 0, aligned operands with a contiguous dimension), so only
+// those loads are compiled in: the element-by-element path beside them cost 30% of the kernel's
+// time at 4096^3 on the H100 (730 against 509 us; docs/performance.md, thirteenth session).
+uint load_a(uint k0, out uvec4 r[4]) {
+  if ((flags & GEMM_A_K) != 0u) {
+    load_a_rows(k0, r);
+    return L_ROW;
+  }
+  load_a_cols(k0, r);
+  return L_COL;
+}
+uint load_b(uint k0, out uvec4 r[4]) {
+  if ((flags & GEMM_B_N) != 0u) {
+    load_b_rows(k0, r);
+    return L_ROW;
+  }
+  load_b_cols(k0, r);
+  return L_COL;
+}
+#else
+// Slice k0 of A into r; returns its layout. Edge slices and other layouts load element by
+// element into the row-major form.
 uint load_a(uint k0, out uvec4 r[4]) {
   bool k_full = k0 + BK <= k_hi;
   if ((flags & GEMM_A_K) != 0u && a_full && k_full) {
-    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-      uint u = tid + 128u * l, mm = u / 4u, kq = u % 4u;
-      r[l] = U4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 8u * kq)) * 2)).v;
-    }
+    load_a_rows(k0, r);
     return L_ROW;
   }
   if ((flags & GEMM_A_M) != 0u && a_full && k_full) {
-    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-      uint u = tid + 128u * l, kk = u / 16u, mq = u % 16u;
-      r[l] = U4(abase + uint64_t((int64_t(m0 + 8u * mq) + int64_t(k0 + kk) * pc.sa[2]) * 2)).v;
-    }
+    load_a_cols(k0, r);
     return L_COL;
   }
   [[unroll]] for (uint l = 0u; l < 4u; ++l) {
@@ -112,17 +160,11 @@ uint load_a(uint k0, out uvec4 r[4]) {
 uint load_b(uint k0, out uvec4 r[4]) {
   bool k_full = k0 + BK <= k_hi;
   if ((flags & GEMM_B_N) != 0u && b_full && k_full) {
-    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-      uint u = tid + 128u * l, kk = u / 16u, nq = u % 16u;
-      r[l] = U4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 8u * nq)) * 2)).v;
-    }
+    load_b_rows(k0, r);
     return L_ROW;
   }
   if ((flags & GEMM_B_K) != 0u && b_full && k_full) {
-    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-      uint u = tid + 128u * l, nn = u / 4u, kq = u % 4u;
-      r[l] = U4(bbase + uint64_t((int64_t(k0 + 8u * kq) + int64_t(n0 + nn) * pc.sb[2]) * 2)).v;
-    }
+    load_b_cols(k0, r);
     return L_COL;
   }
   [[unroll]] for (uint l = 0u; l < 4u; ++l) {
@@ -134,6 +176,7 @@ uint load_b(uint k0, out uvec4 r[4]) {
   }
   return L_ROW;
 }
+#endif
 
 // Outputs (gm, gn) and (gm, gn + 1) of layer z: one word where C is a 2-byte dtype with
 // contiguous rows and the pair 4-byte aligned, K not split (a float16 C stored element by element
@@ -177,7 +220,7 @@ void main() {
   dtb = (DTYPES >> 16) & 0xffu;
   abase = pc.a + uint64_t(bt * int64_t(pc.sa[0]) * 2);
   bbase = pc.b + uint64_t(bt * int64_t(pc.sb[0]) * 2);
-  flags = gemm_flags();
+  flags = SPEC ? SPEC_GEMM_FLAGS : gemm_flags();  // a constant where specialized: the layouts fold
   a_full = m0 + BM <= pc.M;
   b_full = n0 + BN <= pc.N;
 #if defined(COOP_WG)

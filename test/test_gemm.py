@@ -24,32 +24,37 @@ PIPES = ["gemv", "small", "large", "split", "coopmat"] + (
     ["coopmat_sg"] if _INFO.get("cooperative_matrix_wg") else [])
 
 
-def _coop_shader(dtype, whole):
-    """The coopmat kernel this device runs for a plain product of dtype: the workgroup-scope one
-    for whole 128x128 tiles where the device has it, else the subgroup-scope one."""
+def _coop_shader(dtype, wg_shape):
+    """The coopmat kernel this device runs for a product of dtype: the workgroup-scope one for
+    products it takes (wg_shape: plain, whole 128x128 tiles, K % 32 == 0, aligned row-major or
+    transposed operands) where the device has it, else the subgroup-scope one."""
     f16 = dtype == torch.float16
-    if whole and f16 and _INFO.get("cooperative_matrix_wg"):
+    if wg_shape and f16 and _INFO.get("cooperative_matrix_wg"):
         return "gemm_coop_wg_f32"
     return "gemm_coop_f32" if f16 else "gemm_coop_bf16"
 
 
 def _check_coop(dtype, seed):
-    """Both shapes of dtype take the expected coopmat kernel and are right: 300x200 @ 200x130
-    (edge tiles, so the subgroup-scope kernel) and 256x200 @ 200x256 (whole tiles), plus the
-    whole-tile product with a bias (addmm: the subgroup-scope kernel again)."""
+    """Each product of dtype takes the expected coopmat kernel and is right: 300x200 @ 200x130
+    (edge tiles: the subgroup-scope kernel), 256x192 @ 192x256 (whole tiles and k slices: the
+    workgroup-scope one), the same with b transposed (nn.Linear's weight), with a bias (addmm:
+    subgroup scope), and 256x200 @ 200x256 (a partial k slice: subgroup scope)."""
     import helpers
     g = torch.Generator().manual_seed(seed)
-    for m, n, bias in ((300, 130, False), (256, 256, False), (256, 256, True)):
-        a, b = torch.randn(m, 200, generator=g).to(dtype), torch.randn(200, n, generator=g).to(dtype)
+    for m, k, n, bias, bt in ((300, 200, 130, False, False), (256, 192, 256, False, False),
+                              (256, 192, 256, False, True), (256, 192, 256, True, False),
+                              (256, 200, 256, False, False)):
+        a, b = torch.randn(m, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype)
         x = torch.randn(n, generator=g).to(dtype)
-        va, vb, vx = a.to("vkml"), b.to("vkml"), x.to("vkml")
+        va, vx = a.to("vkml"), x.to("vkml")
+        vb = b.t().contiguous().to("vkml").t() if bt else b.to("vkml")
         run = (lambda: torch.addmm(vx, va, vb)) if bias else (lambda: va @ vb)  # noqa: E731
         names = _shaders(run)
-        want = _coop_shader(dtype, m % 128 == 0 and n % 128 == 0 and not bias)
-        assert names and want in names[0], f"{m}x{n} bias={bias}: ran {names}, not {want}"
+        want = _coop_shader(dtype, m % 128 == 0 and n % 128 == 0 and k % 32 == 0 and not bias)
+        assert names and want in names[0], f"{m}x{k}x{n} bias={bias} b transposed={bt}: ran {names}, not {want}"
         got = run().cpu()
         ref = a.double() @ b.double() + (x.double() if bias else 0)
-        helpers.assert_close_row(helpers.row("mm"), got, ref.to(dtype), a.double().abs() @ b.double().abs(), n=200)
+        helpers.assert_close_row(helpers.row("mm"), got, ref.to(dtype), a.double().abs() @ b.double().abs(), n=k)
         assert torch.equal(got.view(torch.uint8), run().cpu().view(torch.uint8))
 
 
@@ -68,6 +73,9 @@ def _cases(dtype, g):
            # k = 72: whole k slices, then a partial one (element by element) in the same tile
            ("whole tiles, a transposed, k=72", r(72, 256).t(), r(72, 128)),
            ("whole tiles, b transposed, k=72", r(128, 72), r(256, 72).t()),
+           # and whole k slices in both (coopmat: the workgroup-scope kernel's two other layouts)
+           ("whole tiles, a transposed, k=64", r(64, 256).t(), r(64, 128)),
+           ("whole tiles, b transposed, k=64", r(128, 64), r(256, 64).t()),
            ("stepped b", r(129, 33), r(33, 140)[:, ::2]),
            ("unaligned a (offset 1)", r(130, 33)[:, 1:], r(32, 64)),
            ("m=1 k=300", r(1, 300), r(300, 64)),
@@ -81,6 +89,7 @@ def _cases(dtype, g):
     cases.append(("addmm bias transposed", r(33, 8), r(8, 20), r(20, 33).t(), 1, 1, False))
     cases.append(("bmm 3x33x20 @ 3x20x17", r(3, 33, 20), r(3, 20, 17), None, 1, 0, True))
     cases.append(("bmm 2x130x16 @ b transposed", r(2, 130, 16), r(2, 70, 16).transpose(1, 2), None, 1, 0, True))
+    cases.append(("bmm whole tiles 2x128x64 @ 2x64x128", r(2, 128, 64), r(2, 64, 128), None, 1, 0, True))
     special = r(20, 40)
     special[0, 0], special[3, 5], special[7, 1] = math.nan, math.inf, -math.inf
     cases.append(("NaN/Inf in a", special, r(40, 70), None, 1, 0, False))
@@ -298,8 +307,8 @@ _CHOSEN_BY_SHAPE = pytest.mark.skipif(os.environ.get("VKML_GEMM_PIPE", "") != ""
 
 # Where the device has VK_KHR_cooperative_matrix with float16 (the H100 and H200; lavapipe has
 # none) and the 24 KiB of shared memory gemm_coop.comp takes (not under VKML_MIN_SPEC's 16 KiB),
-# float16 matmuls must take it (or gemm_coop_wg.comp for whole tiles), and be right; bfloat16
-# ones take gemm_coop_bf16 where the device has that (below), else the large tile.
+# float16 matmuls must take it (or gemm_coop_wg.comp, _check_coop), and be right; bfloat16 ones
+# take gemm_coop_bf16 where the device has that (below), else the large tile.
 @_needs_coop("cooperative_matrix", "VK_KHR_cooperative_matrix with float16 (16x16x16, subgroup 32)")
 @_CHOSEN_BY_SHAPE
 def test_coopmat_chosen_for_float16():

@@ -36,8 +36,9 @@ const char* coop_sg_shader(const Limits& lim, DType da, DType db) {
 // The workgroup-scope kernel where the device has it and the product is one it runs
 // (shaders/gemm_coop.glsl: whole 128x128 tiles stored straight to C as matrices): a C of the
 // operands' dtype with contiguous rows, 16-byte aligned rows and layers, alpha 1, no bias, K in
-// one part. Else nullptr (and the subgroup-scope kernel runs it). VKML_GEMM_PIPE=coopmat_sg
-// keeps to the subgroup-scope kernels. float16 only: the tile is rounded to the output dtype by
+// one part; and every k slice of A and B in a fast layout (aligned, a contiguous dimension,
+// K % 32 == 0), the only loads it has. Else nullptr (and the subgroup-scope kernel runs it).
+// VKML_GEMM_PIPE=coopmat_sg keeps to the subgroup-scope kernels. float16 only: the tile is rounded to the output dtype by
 // the matrix conversion, whose rounding SPIR-V leaves to the driver. NVIDIA's rounds float32 to
 // float16 to nearest even, as torch does (test_gemm.py's rounding cases), but not to bfloat16: a
 // bfloat16 build of this kernel ran 4096^3 with twice the subgroup kernel's error, 5.7e-3 of the
@@ -45,7 +46,7 @@ const char* coop_sg_shader(const Limits& lim, DType da, DType db) {
 // (docs/performance.md, thirteenth session). So bfloat16 stays on the subgroup kernel, which
 // rounds each output with f32_to_bf16.
 const char* coop_wg_shader(const Limits& lim, const pc::GemmParams& p, DType dc, DType da, DType db,
-                           const GemmArgs& args, bool has_bias, int64_t parts) {
+                           const GemmArgs& args, bool has_bias, int64_t parts, uint32_t flags) {
   if (lim.max_shared_memory < kCoopWgShared + lim.cooperative_matrix_wg_reserved ||
       gemm_forced() == GemmForce::coopmat_sg)
     return nullptr;
@@ -53,7 +54,9 @@ const char* coop_wg_shader(const Limits& lim, const pc::GemmParams& p, DType dc,
   const bool plain = dc == da && args.alpha.f == 1.0 && !has_bias && parts == 1;
   const bool whole = p.M % 128 == 0 && p.N % 128 == 0;
   const bool rows = p.sc[2] == 1 && p.sc[1] % 8 == 0 && p.sc[0] % 8 == 0 && p.c % 16 == 0;
-  return s && plain && whole && rows ? s : nullptr;
+  // every slice in a fast layout: the kernel has no other loads
+  const bool fast = (flags & (GEMM_A_K | GEMM_A_M)) && (flags & (GEMM_B_N | GEMM_B_K)) && p.K % 32 == 0;
+  return s && plain && whole && rows && fast ? s : nullptr;
 }
 
 // The pipeline the shape asked for, where the device can run it: the large tile runs as coopmat
@@ -169,7 +172,7 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
     groups = ((uint64_t(N) + t.bn - 1) / t.bn) * ((uint64_t(M) + t.bm - 1) / t.bm) * layers;
     const char* shader = t.shader;
     if (pipe == GemmPipe::coopmat) {
-      shader = coop_wg_shader(lim, p, n.t[A::c].dtype, da, db, args, has_bias, parts);
+      shader = coop_wg_shader(lim, p, n.t[A::c].dtype, da, db, args, has_bias, parts, flags);
       if (!shader) shader = coop_sg_shader(lim, da, db);
     }
     if (!set_shader(out[0], shader, c, lim, why)) return -1;
@@ -177,7 +180,12 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   p.parts = uint32_t(parts) | flags << kFlagShift;
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  if (parts == 1) return spec_dtypes(out, 1, lim, p.dtypes);
+  if (parts == 1) {
+    spec_dtypes(out, 1, lim, p.dtypes);
+    // coopmat's layout flags as constant 2 too (shaders/gemm_coop.glsl SPEC_GEMM_FLAGS)
+    if (pipe == GemmPipe::coopmat && out[0].nspec == 1) out[0].spec[1] = flags, out[0].nspec = 2;
+    return 1;
+  }
   // Then one invocation per output sums its chunks in order (shaders/gemm.comp OP_GEMM_SUM).
   if (!set_shader(out[1], "gemm", c, lim, why)) return -1;
   out[1].opcode = OP_GEMM_SUM;
