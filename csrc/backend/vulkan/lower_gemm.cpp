@@ -38,13 +38,12 @@ const char* coop_sg_shader(const Limits& lim, DType da, DType db) {
 // operands' dtype with contiguous rows, 16-byte aligned rows and layers, alpha 1, no bias, K in
 // one part; and every k slice of A and B in a fast layout (aligned, a contiguous dimension,
 // K % 32 == 0), the only loads it has. Else nullptr (and the subgroup-scope kernel runs it).
-// VKML_GEMM_PIPE=coopmat_sg keeps to the subgroup-scope kernels. float16 only: the tile is rounded to the output dtype by
-// the matrix conversion, whose rounding SPIR-V leaves to the driver. NVIDIA's rounds float32 to
-// float16 to nearest even, as torch does (test_gemm.py's rounding cases), but not to bfloat16: a
-// bfloat16 build of this kernel ran 4096^3 with twice the subgroup kernel's error, 5.7e-3 of the
-// largest output against 2.9e-3 (cuBLAS 2.9e-3; half a bfloat16 ulp is 3.9e-3), on the H100
-// (docs/performance.md, thirteenth session). So bfloat16 stays on the subgroup kernel, which
-// rounds each output with f32_to_bf16.
+// VKML_GEMM_PIPE=coopmat_sg keeps to the subgroup-scope kernels. float16 only: the tile is
+// rounded to the output dtype by the matrix conversion, whose rounding SPIR-V leaves to the
+// driver. NVIDIA's rounds float32 to float16 to nearest even, as torch does (test_gemm.py's
+// rounding cases), but truncates to bfloat16: a bfloat16 build of this kernel had twice the
+// subgroup kernel's error at 4096^3 on the H100 (docs/performance.md, thirteenth and fourteenth
+// sessions). So bfloat16 stays on the subgroup kernel, which rounds each output with f32_to_bf16.
 const char* coop_wg_shader(const Limits& lim, const pc::GemmParams& p, DType dc, DType da, DType db,
                            const GemmArgs& args, bool has_bias, int64_t parts, uint32_t flags) {
   if (lim.max_shared_memory < kCoopWgShared + lim.cooperative_matrix_wg_reserved ||
@@ -180,19 +179,20 @@ int lower_gemm(const Node& n, const Limits& lim, Dispatch* out, std::string& why
   p.parts = uint32_t(parts) | flags << kFlagShift;
   if (!grid2(groups, lim, out[0])) return why = "too many groups", -1;
   put(out[0], p);
-  if (parts == 1) {
-    spec_dtypes(out, 1, lim, p.dtypes);
-    // coopmat's layout flags as constant 2 too (shaders/gemm_coop.glsl SPEC_GEMM_FLAGS)
-    if (pipe == GemmPipe::coopmat && out[0].nspec == 1) out[0].spec[1] = flags, out[0].nspec = 2;
-    return 1;
+  if (parts > 1) {
+    // Then one invocation per output sums its chunks in order (shaders/gemm.comp OP_GEMM_SUM).
+    if (!set_shader(out[1], "gemm", c, lim, why)) return -1;
+    out[1].opcode = OP_GEMM_SUM;
+    if (!grid2((uint64_t(B) * uint64_t(M) * uint64_t(N) + kGroup - 1) / kGroup, lim, out[1]))
+      return why = "too many groups", -1;
+    put(out[1], p);
   }
-  // Then one invocation per output sums its chunks in order (shaders/gemm.comp OP_GEMM_SUM).
-  if (!set_shader(out[1], "gemm", c, lim, why)) return -1;
-  out[1].opcode = OP_GEMM_SUM;
-  if (!grid2((uint64_t(B) * uint64_t(M) * uint64_t(N) + kGroup - 1) / kGroup, lim, out[1]))
-    return why = "too many groups", -1;
-  put(out[1], p);
-  return spec_dtypes(out, 2, lim, p.dtypes);
+  const int count = spec_dtypes(out, parts > 1 ? 2 : 1, lim, p.dtypes);
+  // Wherever coopmat's constant 1 is set, its layout flags are constant 2 (shaders/gemm_coop.glsl
+  // SPEC_GEMM_FLAGS): a specialized coopmat pipeline without them reads flags 0, every slice
+  // element by element (right, but slow).
+  if (pipe == GemmPipe::coopmat && out[0].nspec == 1) out[0].spec[1] = flags, out[0].nspec = 2;
+  return count;
 }
 
 
