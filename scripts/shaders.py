@@ -46,7 +46,8 @@ def blobs(text, stem):
 
 
 NO_CONTRACTION = "// spirv: NoContraction everywhere"
-KHR = "// spirv: KHR cooperative matrix"  # then ", bfloat16" for bfloat16 instead of float16 matrices
+KHR = "// spirv: KHR cooperative matrix"  # then ", bfloat16" for bfloat16 instead of float16 matrices,
+# ", rne" for float32 matrices rounded to nearest even before their conversion (spv_khr.py)
 # setup.py hashes it into each blob's key: the rewrite's source too, so a change to it rebuilds.
 RECIPE = "glslc -O; NoContraction everywhere where asked; KHR cooperative matrix where asked " + \
     hashlib.sha256(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "spv_khr.py"), "rb").read()).hexdigest()[:12]
@@ -102,7 +103,8 @@ def compile_blob(comp, variant, ieee, out, include=SHADERS):
         no_contraction(out)
     khr = [line for line in text.splitlines() if line.startswith(KHR)]
     if khr:
-        spv_khr.rewrite_file(out, out, bf16=khr[0].endswith(", bfloat16"))
+        opts = khr[0][len(KHR):].split(", ")
+        spv_khr.rewrite_file(out, out, bf16="bfloat16" in opts, rne="rne" in opts)
     return ""
 
 

@@ -23,6 +23,11 @@ Options (keyword arguments of rewrite()):
   with the BFloat16TypeKHR and BFloat16CooperativeMatrixKHR capabilities: A and B, and a 16-bit
   matrix that a float32 accumulator is converted to for storing. The shader's shared or buffer
   data are raw 16-bit words either way; only the matrices' reading and writing of them changes.
+- rne: before every conversion of a float32 matrix to a 16-bit one (OpFConvert), each element is
+  rounded to nearest even at bfloat16 precision, as common.glsl's f32_to_bf16 does (NaN quieted),
+  by NV_cooperative_matrix2's per-element operation with a function this rewrite adds; the
+  conversion is then exact whatever rounding the driver applies (NVIDIA's truncates to bfloat16,
+  and ignores an FPRoundingMode decoration on the conversion). For bfloat16 matrices only.
 - A type whose scope is Workgroup keeps it (VK_NV_cooperative_matrix2's workgroup scope); the
   module then also declares SPV_NV_cooperative_matrix2.
 """
@@ -34,6 +39,8 @@ OP_NAME, OP_EXTENSION, OP_CAPABILITY = 5, 10, 17
 OP_TYPE_INT, OP_TYPE_FLOAT = 21, 22
 OP_CONSTANT_TRUE, OP_CONSTANT_FALSE, OP_CONSTANT = 41, 42, 43
 OP_DECORATE, OP_MEMBER_DECORATE = 71, 72
+OP_FCONVERT = 115
+NV2_PER_ELEMENT, CAP_PER_ELEMENT = 5369, 5432
 NV_TYPE, NV_LOAD, NV_STORE, NV_MULADD, NV_LENGTH = 5358, 5359, 5360, 5361, 5362
 KHR_TYPE, KHR_LOAD, KHR_STORE, KHR_MULADD, KHR_LENGTH = 4456, 4457, 4458, 4459, 4460
 CAP_COOP_NV, CAP_COOP_KHR = 5357, 6022
@@ -63,7 +70,7 @@ def _insts(words):
         i += n
 
 
-def rewrite(words, bf16=False):
+def rewrite(words, bf16=False, rne=False):
     """The KHR module (a list of words) of the NV module `words`."""
     words = list(words)
     if words[0] != MAGIC:
@@ -192,6 +199,12 @@ def rewrite(words, bf16=False):
         uconst(v)
     workgroup = any(consts.get(w[3], (0, 0))[1] == SCOPE_WORKGROUP for w in nv_types.values())
 
+    # rne: the per-element rounding function and the conversions it goes before
+    round_fn, round_body = None, []
+    converts = [w for w in insts if w[0] & 0xffff == OP_FCONVERT and w[1] in nv_types and
+                nv_types[w[1]][2] == half_t] if rne else []
+    if converts:
+        round_fn, round_body = _rne_function(insts, uint_t, uconst, new_id, added)
     out = []
     placed = False
     for w in insts:
@@ -201,13 +214,15 @@ def rewrite(words, bf16=False):
             placed = True
         if op == OP_CAPABILITY and w[1] == CAP_COOP_NV:
             out.append([w[0], CAP_COOP_KHR])
+            if round_fn:
+                out.append([w[0], CAP_PER_ELEMENT])
             if bf16:
                 out.append([w[0], CAP_BF16_TYPE])
                 out.append([w[0], CAP_BF16_COOP])
             continue
         if op == OP_EXTENSION and _string(w[1:]) == "SPV_NV_cooperative_matrix":
             names = ["SPV_KHR_cooperative_matrix"] + (["SPV_KHR_bfloat16"] if bf16 else []) + (
-                ["SPV_NV_cooperative_matrix2"] if workgroup else [])
+                ["SPV_NV_cooperative_matrix2"] if workgroup or round_fn else [])
             for s in names:
                 sw = _string_words(s)
                 out.append([((1 + len(sw)) << 16) | OP_EXTENSION] + sw)
@@ -243,12 +258,60 @@ def rewrite(words, bf16=False):
         if op == NV_LENGTH:
             out.append([(w[0] & 0xffff0000) | KHR_LENGTH] + w[1:])
             continue
+        if round_fn and op == OP_FCONVERT and w in converts:
+            src_t = result_type.get(w[3])
+            if src_t not in nv_types or nv_types[src_t][2] != round_body[0]:
+                raise ValueError("spv_khr: rne converts only float32 matrices")
+            r = new_id()
+            out.append([(5 << 16) | NV2_PER_ELEMENT, src_t, r, w[3], round_fn])
+            w = w[:3] + [r] + w[4:]
         out.append(w)
     if not placed:
         raise ValueError("spv_khr: the module has no cooperative matrix type")
+    out.extend(round_body[1:])
     header = words[:5]
     header[3] = bound
     return header + [x for w in out for x in w]
+
+
+def _rne_function(insts, uint_t, uconst, new_id, added):
+    """float f(uint row, uint col, float x): x rounded to nearest even at bfloat16 precision
+    (common.glsl f32_to_bf16, kept as a float32 whose low 16 bits are zero). Returns its id and
+    [float type id] + its instructions; adds the function type (and bool) to `added`."""
+    f32 = next((w[1] for w in insts if w[0] & 0xffff == OP_TYPE_FLOAT and w[2] == 32), None)
+    if f32 is None:
+        raise ValueError("spv_khr: rne needs a float32 type")
+    bool_t = next((w[1] for w in insts if w[0] & 0xffff == 20), None)
+    if bool_t is None:
+        bool_t = new_id()
+        added.append([(2 << 16) | 20, bool_t])
+    fn_t = new_id()
+    added.append([(6 << 16) | 33, fn_t, f32, uint_t, uint_t, f32])  # OpTypeFunction
+    c = {v: uconst(v) for v in (1, 16, 0x7fff, 0x7fffffff, 0x7f800000, 0x400000, 0xffff0000)}
+    fn, row, col, x, label = (new_id() for _ in range(5))
+    u, a, nan, q, qm, hi, odd, t, t2, r, sel, y = (new_id() for _ in range(12))
+
+    def i(op, *ops):
+        return [((1 + len(ops)) << 16) | op] + list(ops)
+    body = [
+        i(54, f32, fn, 0, fn_t),  # OpFunction, control None (the driver inlines it)
+        i(55, uint_t, row), i(55, uint_t, col), i(55, f32, x), i(248, label),
+        i(124, uint_t, u, x),  # OpBitcast
+        i(199, uint_t, a, u, c[0x7fffffff]),  # OpBitwiseAnd
+        i(172, bool_t, nan, a, c[0x7f800000]),  # OpUGreaterThan: NaN
+        i(197, uint_t, q, u, c[0x400000]),  # OpBitwiseOr: quiet
+        i(199, uint_t, qm, q, c[0xffff0000]),
+        i(194, uint_t, hi, u, c[16]),  # OpShiftRightLogical
+        i(199, uint_t, odd, hi, c[1]),
+        i(128, uint_t, t, u, c[0x7fff]),  # OpIAdd
+        i(128, uint_t, t2, t, odd),
+        i(199, uint_t, r, t2, c[0xffff0000]),
+        i(169, uint_t, sel, nan, qm, r),  # OpSelect
+        i(124, f32, y, sel),
+        i(254, y),  # OpReturnValue
+        i(56),  # OpFunctionEnd
+    ]
+    return fn, [f32] + body
 
 
 def _pointee(insts, ptr_type):
@@ -272,4 +335,4 @@ def rewrite_file(src, dst, **kw):
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    rewrite_file(args[0], args[1], bf16="--bf16" in sys.argv)
+    rewrite_file(args[0], args[1], bf16="--bf16" in sys.argv, rne="--rne" in sys.argv)

@@ -31,6 +31,8 @@ def _coop_shader(dtype, wg_shape):
     f16 = dtype == torch.float16
     if wg_shape and f16 and _INFO.get("cooperative_matrix_wg"):
         return "gemm_coop_wg_f32"
+    if wg_shape and not f16 and _INFO.get("cooperative_matrix_wg_bf16"):
+        return "gemm_coop_wg_bf16"
     return "gemm_coop_f32" if f16 else "gemm_coop_bf16"
 
 

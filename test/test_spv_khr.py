@@ -19,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import pytest
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -76,7 +78,8 @@ def _structure(words):
 # stores, A and B bfloat16)
 BLOBS = {"gemm_coop": (3, (16, 16), (16, 16), (16, 16), 32, 33, False),
          "gemm_coop_bf16": (3, (16, 16), (16, 16), (16, 16), 32, 33, True),
-         "gemm_coop_wg": (2, (128, 32), (32, 128), (128, 128), 1, 5, False)}
+         "gemm_coop_wg": (2, (128, 32), (32, 128), (128, 128), 1, 5, False),
+         "gemm_coop_wg_bf16": (2, (128, 32), (32, 128), (128, 128), 1, 5, True)}
 
 
 def _built(stem):
@@ -92,7 +95,7 @@ def test_blob_is_khr_with_the_declared_matrices(stem):
     insts, ops, consts, floats, mats, ptrs, typed = _structure(words)
     assert not set(ops) & {5358, 5359, 5360, 5361, 5362}, "NV cooperative matrix instructions are left"
     caps = {w[1] for w in insts if w[0] & 0xffff == 17}
-    want_caps = {6022} | ({5116, 5118} if bf16 else set())
+    want_caps = {6022} | ({5116, 5118} if bf16 else set()) | ({5432} if stem == "gemm_coop_wg_bf16" else set())
     assert want_caps <= caps and 5357 not in caps and (bf16 or not caps & {5116, 5118}), f"capabilities {sorted(caps)}"
     exts = {_string(w[1:]) for w in insts if w[0] & 0xffff == 10}
     want = {"SPV_KHR_cooperative_matrix"} | ({"SPV_KHR_bfloat16"} if bf16 else set()) | (
@@ -180,3 +183,77 @@ def test_rewrite_refuses_what_it_cannot_express():
                     "c = coopMatMulAddNV(a, b, c);", opt=False)
         with pytest.raises(ValueError, match="column-major operand is not a constant"):
             spv_khr.rewrite(dyn)
+
+
+def _run_function(insts, fn, args):
+    """Interprets the straight-line function `fn` (its own reading of the words, not the
+    rewrite's code) on numpy uint32 arrays of the arguments' bits: the integer and bit
+    instructions the per-element rounding uses, nothing else."""
+    body = []
+    inside = False
+    for w in insts:
+        op = w[0] & 0xffff
+        if op == 54 and w[2] == fn:
+            inside = True
+        elif inside:
+            body.append(w)
+            if op == 56:
+                break
+    params = [w[2] for w in body if w[0] & 0xffff == 55]
+    consts = {w[2]: np.uint32(w[3]) for w in insts if w[0] & 0xffff == 43 and len(w) == 4}
+    val = dict(consts)
+    val.update(zip(params, args))
+    for w in body:
+        op = w[0] & 0xffff
+        if op in (55, 248, 56):
+            continue
+        if op == 254:
+            return val[w[1]]
+        x = [val[i] for i in w[3:]]
+        if op == 124:  # OpBitcast: the bits stay
+            val[w[2]] = x[0]
+        elif op == 199:
+            val[w[2]] = x[0] & x[1]
+        elif op == 197:
+            val[w[2]] = x[0] | x[1]
+        elif op == 194:
+            val[w[2]] = x[0] >> x[1]
+        elif op == 128:
+            val[w[2]] = (x[0].astype(np.uint64) + x[1]).astype(np.uint32)  # wraps, as OpIAdd does
+        elif op == 172:
+            val[w[2]] = x[0] > x[1]
+        elif op == 169:
+            val[w[2]] = np.where(x[0], x[1], x[2]).astype(np.uint32)
+        else:
+            raise AssertionError(f"instruction {op} in the per-element function")
+    raise AssertionError("the function does not return")
+
+
+def test_wg_bf16_rounds_each_element_before_converting():
+    """gemm_coop_wg_bf16's tile goes through NV_cooperative_matrix2's per-element operation before
+    its conversion to bfloat16, with a function (uint row, uint col, float x) -> float that rounds
+    x to nearest even at bfloat16 precision: run here on 2^20 random float32 words and the special
+    ones, its bits must be torch's bfloat16 conversion with 16 zero bits below (NaN: a NaN)."""
+    insts, ops, consts, floats, mats, ptrs, typed = _structure(_read(_built("gemm_coop_wg_bf16")))
+    per = [w for w in insts if w[0] & 0xffff == 5369]
+    conv = [w for w in insts if w[0] & 0xffff == 115 and w[1] in mats]
+    assert len(per) == 1 and len(conv) == 1 and conv[0][3] == per[0][2], (per, conv)
+    assert floats[mats[per[0][1]][2]] == (32,) and floats[mats[conv[0][1]][2]] == (16, 0)
+    fn = per[0][4]
+    fdef = next(w for w in insts if w[0] & 0xffff == 54 and w[2] == fn)
+    ftype = next(w for w in insts if w[0] & 0xffff == 33 and w[1] == fdef[4])
+    ints = {w[1] for w in insts if w[0] & 0xffff == 21 and w[2] == 32}
+    assert floats[ftype[2]] == (32,) and ftype[3] in ints and ftype[4] in ints and ftype[5] == ftype[2]
+    g = np.random.default_rng(3)
+    special = [0, 0x80000000, 0x7f800000, 0xff800000, 0x7f800001, 0xff80ffff, 0x7fc00000, 0xffffffff,
+               0x7f7fffff, 0x7f7f8000, 0x7f7f7fff, 0x3f808000, 0x3f818000, 0x3f80ffff, 0x00008000, 0x00018000, 1]
+    bits = np.concatenate([g.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32),
+                           np.array(special, dtype=np.uint32)])
+    zero = np.zeros_like(bits)
+    got = _run_function(insts, fn, [zero, zero, bits])
+    assert not (got & 0xffff).any(), "low 16 bits left: the conversion would round them"
+    x = torch.from_numpy(bits.view(np.float32).copy())
+    want = x.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16).astype(np.uint32) << 16
+    nan = x.isnan().numpy()
+    assert (got[~nan] == want[~nan]).all(), f"{(got[~nan] != want[~nan]).sum()} values differ"
+    assert np.isnan(got[nan].view(np.float32)).all(), "a NaN did not stay NaN"

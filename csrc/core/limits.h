@@ -27,6 +27,8 @@ struct Limits {
   // needs them (a feature, like the two above); lower_gemm.cpp runs it where the 20 KiB of shared
   // memory it takes fit beside what the driver reserves for workgroup-scope matrices.
   bool cooperative_matrix_wg = false;
+  // the same for bfloat16, with per-element operations (gemm_coop_wg_bf16 rounds with them)
+  bool cooperative_matrix_wg_bf16 = false;
   uint32_t cooperative_matrix_wg_reserved = 0;  // shared memory bytes the driver keeps for them
   // shaderSignedZeroInfNanPreserve for f32 (and f64 when float64): the "_ieee" shader builds
   // keep NaN/Inf/-0 as IEEE (and PyTorch's CPU) does. Subnormals depend on the device.
@@ -64,6 +66,7 @@ inline Limits clamp_to_min_spec(const Limits& dev) {
   m.cooperative_matrix = dev.cooperative_matrix;  // a feature
   m.cooperative_matrix_bf16 = dev.cooperative_matrix_bf16;  // a feature
   m.cooperative_matrix_wg = dev.cooperative_matrix_wg;  // a feature
+  m.cooperative_matrix_wg_bf16 = dev.cooperative_matrix_wg_bf16;  // a feature
   m.cooperative_matrix_wg_reserved = dev.cooperative_matrix_wg_reserved;  // its cost
   m.max_loop_trips = dev.max_loop_trips;  // a restriction, kept
   m.specialize_after = dev.specialize_after;  // a policy, kept

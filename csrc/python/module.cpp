@@ -163,6 +163,7 @@ PYBIND11_MODULE(_C, m) {
     r["float_controls"] = l.float_controls;
     r["cooperative_matrix"] = l.cooperative_matrix;  // VK_KHR_cooperative_matrix with float16 in use (gemm_coop)
     r["cooperative_matrix_bf16"] = l.cooperative_matrix_bf16;  // VK_KHR_cooperative_matrix with bfloat16 (gemm_coop_bf16)
+    r["cooperative_matrix_wg_bf16"] = l.cooperative_matrix_wg_bf16;
     r["cooperative_matrix_wg"] = l.cooperative_matrix_wg;  // VK_NV_cooperative_matrix2 workgroup scope (gemm_coop_wg)
     r["min_spec"] = env().min_spec;
     r["index"] = d.index();

@@ -91,9 +91,9 @@ const Instance& instance() {
 
 // What of VK_KHR_cooperative_matrix the device has, as the rewritten coopmat kernels use it (coop_khr()).
 struct CoopKhr {
-  bool f16 = false, bf16 = false, wg = false;
+  bool f16 = false, bf16 = false, wg = false, wg_bf16 = false;
   uint32_t wg_reserved = 0;
-  bool any() const { return f16 || bf16 || wg; }
+  bool any() const { return f16 || bf16 || wg || wg_bf16; }
 };
 
 // What we learn about one physical device before opening it.
@@ -192,6 +192,8 @@ constexpr int32_t kScopeWorkgroup = 2;
 // - wg: VK_NV_cooperative_matrix2's workgroup scope with flexible dimensions, of float16 x float16
 //   + float32 in 128-invocation workgroups, granularities that divide
 //   the 128x128x32 products of shaders/gemm_coop_wg.comp.
+// - wg_bf16: the same of bfloat16 x bfloat16 (with bf16's features), and per-element operations,
+//   with which shaders/gemm_coop_wg_bf16.comp rounds its tile (scripts/spv_khr.py rne).
 
 CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExtensionProperties>& exts,
                  const Candidate& c, const VkPhysicalDeviceVulkan11Properties& p11) {
@@ -239,6 +241,7 @@ CoopKhr coop_khr(VkInstance inst, VkPhysicalDevice phys, const std::vector<VkExt
                       128 % m.NGranularity == 0 && 32 % m.KGranularity == 0 && m.CType == kCompF32 &&
                       m.ResultType == kCompF32 && m.AType == m.BType;
     if (fits && m.AType == kCompF16) out.wg = true;
+    if (fits && m.AType == kCompBf16) out.wg_bf16 = bf16_ok && c2.perElementOperations;  // rounding (spv_khr.py rne)
   }
   out.wg_reserved = cp.workgroupScopeReservedSharedMemory;
   return out;
@@ -324,6 +327,7 @@ std::string probe(VkPhysicalDevice phys, Candidate& c) {
   L.cooperative_matrix = c.coop_khr.f16;
   L.cooperative_matrix_bf16 = c.coop_khr.bf16;
   L.cooperative_matrix_wg = c.coop_khr.wg;
+  L.cooperative_matrix_wg_bf16 = c.coop_khr.wg_bf16;
   L.cooperative_matrix_wg_reserved = c.coop_khr.wg_reserved;
   L.float_controls = p12.shaderSignedZeroInfNanPreserveFloat32 &&
                      (!L.float64 || p12.shaderSignedZeroInfNanPreserveFloat64);
@@ -432,7 +436,7 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
     kcoop.pNext = f2.pNext;
     f2.pNext = &kcoop;
   }
-  if (c.coop_khr.bf16) {
+  if (c.coop_khr.bf16 || c.coop_khr.wg_bf16) {
     exts.push_back(kBf16Ext);
     bf16.shaderBFloat16Type = bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
     bf16.pNext = f2.pNext;
@@ -441,6 +445,7 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
   if (c.coop_khr.wg) {
     exts.push_back(kCoop2Ext);
     coop2.workgroupScope = coop2.flexibleDimensions = VK_TRUE;
+    coop2.perElementOperations = c.coop_khr.wg_bf16 ? VK_TRUE : VK_FALSE;
     coop2.pNext = f2.pNext;
     f2.pNext = &coop2;
   }
@@ -460,7 +465,7 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
     ci.ppEnabledExtensionNames = exts.data();
     c.coop_khr = {};
     c.limits.cooperative_matrix = c.limits.cooperative_matrix_bf16 = false;
-    c.limits.cooperative_matrix_wg = false;
+    c.limits.cooperative_matrix_wg = c.limits.cooperative_matrix_wg_bf16 = false;
     r = vkCreateDevice(c.phys, &ci, nullptr, &d->dev);
   }
   if (r != VK_SUCCESS) {

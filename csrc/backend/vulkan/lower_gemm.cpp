@@ -38,18 +38,21 @@ const char* coop_sg_shader(const Limits& lim, DType da, DType db) {
 // operands' dtype with contiguous rows, 16-byte aligned rows and layers, alpha 1, no bias, K in
 // one part; and every k slice of A and B in a fast layout (aligned, a contiguous dimension,
 // K % 32 == 0), the only loads it has. Else nullptr (and the subgroup-scope kernel runs it).
-// VKML_GEMM_PIPE=coopmat_sg keeps to the subgroup-scope kernels. float16 only: the tile is
-// rounded to the output dtype by the matrix conversion, whose rounding SPIR-V leaves to the
-// driver. NVIDIA's rounds float32 to float16 to nearest even, as torch does (test_gemm.py's
-// rounding cases), but truncates to bfloat16: a bfloat16 build of this kernel had twice the
-// subgroup kernel's error at 4096^3 on the H100 (docs/performance.md, thirteenth and fourteenth
-// sessions). So bfloat16 stays on the subgroup kernel, which rounds each output with f32_to_bf16.
+// VKML_GEMM_PIPE=coopmat_sg keeps to the subgroup-scope kernels. The tile is rounded to the
+// output dtype by the matrix conversion, whose rounding SPIR-V leaves to the driver. NVIDIA's
+// rounds float32 to float16 to nearest even, as torch does (test_gemm.py's rounding cases), but
+// truncates to bfloat16 (docs/performance.md, fourteenth session): so gemm_coop_wg_bf16 rounds
+// each element of the float32 tile to nearest even at bfloat16 precision first (per-element
+// operations, scripts/spv_khr.py rne), and takes bfloat16 only where the device has those
+// (Limits::cooperative_matrix_wg_bf16).
 const char* coop_wg_shader(const Limits& lim, const pc::GemmParams& p, DType dc, DType da, DType db,
                            const GemmArgs& args, bool has_bias, int64_t parts, uint32_t flags) {
   if (lim.max_shared_memory < kCoopWgShared + lim.cooperative_matrix_wg_reserved ||
       gemm_forced() == GemmForce::coopmat_sg)
     return nullptr;
-  const char* s = da == DType::f16 && db == DType::f16 && lim.cooperative_matrix_wg ? "gemm_coop_wg" : nullptr;
+  const char* s = nullptr;
+  if (da == DType::f16 && db == DType::f16 && lim.cooperative_matrix_wg) s = "gemm_coop_wg";
+  if (da == DType::bf16 && db == DType::bf16 && lim.cooperative_matrix_wg_bf16) s = "gemm_coop_wg_bf16";
   const bool plain = dc == da && args.alpha.f == 1.0 && !has_bias && parts == 1;
   const bool whole = p.M % 128 == 0 && p.N % 128 == 0;
   const bool rows = p.sc[2] == 1 && p.sc[1] % 8 == 0 && p.sc[0] % 8 == 0 && p.c % 16 == 0;
