@@ -44,12 +44,12 @@ layout(local_size_x = 128) in;
 // run-time choice cost the workgroup-scope kernel 10% at 4096^3 on the H100).
 layout(constant_id = 2) const uint SPEC_GEMM_FLAGS = 0u;
 
-// One array for both slices (the A slice first), so that both scopes address them alike.
+// One array for both slices (the A slice first), so that both scopes address them alike. (Two such
+// pairs, one barrier a slice instead of two, ran 1.6x slower on the H100: branch exp/coop-next,
+// docs/performance.md, fifteenth session.)
 shared uvec4 S[2u * SLICE];
-#define As_(i) S[(i)]
-#define Bs_(i) S[SLICE + (i)]
-#define A_AT 0u
-#define B_AT SLICE
+#define A_AT (sbase)
+#define B_AT (sbase + SLICE)
 
 #if defined(COOP_WG)
 // Workgroup scope (VK_NV_cooperative_matrix2): the workgroup's matrices are one 128x128 float32
@@ -86,32 +86,19 @@ uint tiles_n, tiles_m, m0, n0, k_lo, k_hi, dta, dtb, flags, tid;
 uint64_t abase, bbase;
 bool a_full, b_full;
 
-// Slice k0 of A (B) into r, 4 units per invocation, in one of the two fast layouts: 16-byte units
-// along A's k or m (B's n or k) of an interior, aligned slice (lower_gemm.cpp's GEMM_* flags).
-void load_a_rows(uint k0, out uvec4 r[4]) {
-  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-    uint u = tid + 128u * l, mm = u / 4u, kq = u % 4u;
-    r[l] = U4(abase + uint64_t((int64_t(m0 + mm) * pc.sa[1] + int64_t(k0 + 8u * kq)) * 2)).v;
+// A slice into r, 4 units per invocation, in one of the two fast layouts: 16-byte units along the
+// operand's contiguous dimension of an interior, aligned slice (lower_gemm.cpp's GEMM_* flags).
+// The slice is 512 / per lines of `per` units (128 of 4: A and B along k; 32 of 16: A along m, B
+// along n): line `outer0 + i` starts at element `inner0`, and lines are `ld` elements apart.
+#define LOAD_LINES(base, per, outer0, inner0, ld)                                              \
+  [[unroll]] for (uint l = 0u; l < 4u; ++l) {                                                   \
+    uint u = tid + 128u * l;                                                                    \
+    r[l] = U4(base + uint64_t((int64_t(outer0 + u / per) * ld + int64_t(inner0 + 8u * (u % per))) * 2)).v; \
   }
-}
-void load_a_cols(uint k0, out uvec4 r[4]) {
-  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-    uint u = tid + 128u * l, kk = u / 16u, mq = u % 16u;
-    r[l] = U4(abase + uint64_t((int64_t(m0 + 8u * mq) + int64_t(k0 + kk) * pc.sa[2]) * 2)).v;
-  }
-}
-void load_b_rows(uint k0, out uvec4 r[4]) {
-  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-    uint u = tid + 128u * l, kk = u / 16u, nq = u % 16u;
-    r[l] = U4(bbase + uint64_t((int64_t(k0 + kk) * pc.sb[1] + int64_t(n0 + 8u * nq)) * 2)).v;
-  }
-}
-void load_b_cols(uint k0, out uvec4 r[4]) {
-  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-    uint u = tid + 128u * l, nn = u / 4u, kq = u % 4u;
-    r[l] = U4(bbase + uint64_t((int64_t(k0 + 8u * kq) + int64_t(n0 + nn) * pc.sb[2]) * 2)).v;
-  }
-}
+void load_a_rows(uint k0, out uvec4 r[4]) { LOAD_LINES(abase, 4u, m0, k0, pc.sa[1]) }
+void load_a_cols(uint k0, out uvec4 r[4]) { LOAD_LINES(abase, 16u, k0, m0, pc.sa[2]) }
+void load_b_rows(uint k0, out uvec4 r[4]) { LOAD_LINES(bbase, 16u, k0, n0, pc.sb[1]) }
+void load_b_cols(uint k0, out uvec4 r[4]) { LOAD_LINES(bbase, 4u, n0, k0, pc.sb[2]) }
 
 #if defined(COOP_WG)
 // Workgroup scope: lower_gemm.cpp coop_wg_shader() sends only products whose every slice takes a
@@ -203,6 +190,15 @@ void out_pair(uint64_t z, uint gm, uint gn, float a0, float a1) {
 uint at_rs(uint u) { return (u / 4u) * RS + u % 4u; }
 uint at_cs(uint u) { return (u / 16u) * CS + u % 16u; }
 
+// The slice in registers into the shared pair at base.
+void stash(uint base, uint la, uint lb, uvec4 ra[4], uvec4 rb[4]) {
+  [[unroll]] for (uint l = 0u; l < 4u; ++l) {
+    uint u = tid + 128u * l;
+    S[base + (la == L_ROW ? at_rs(u) : at_cs(u))] = ra[l];
+    S[base + SLICE + (lb == L_ROW ? at_cs(u) : at_rs(u))] = rb[l];
+  }
+}
+
 void main() {
   tiles_n = (pc.N + BN - 1u) / BN;
   tiles_m = (pc.M + BM - 1u) / BM;
@@ -237,12 +233,9 @@ void main() {
     la = load_a(k_lo, ra);
     lb = load_b(k_lo, rb);
   }
+  uint sbase = 0u;  // the shared pair's base (A_AT, B_AT): one pair, so 0
   for (uint k0 = k_lo; k0 < k_hi; k0 += BK) {
-    [[unroll]] for (uint l = 0u; l < 4u; ++l) {
-      uint u = tid + 128u * l;
-      As_(la == L_ROW ? at_rs(u) : at_cs(u)) = ra[l];
-      Bs_(lb == L_ROW ? at_cs(u) : at_rs(u)) = rb[l];
-    }
+    stash(0u, la, lb, ra, rb);
     barrier();
     uint sa_layout = la, sb_layout = lb;
     if (k0 + BK < k_hi) {  // the next slice's loads, in flight during this slice's multiplies
