@@ -442,7 +442,7 @@ Result<std::unique_ptr<Device>> open_device(int index, bool min_spec) {
     bf16.pNext = f2.pNext;
     f2.pNext = &bf16;
   }
-  if (c.coop_khr.wg) {
+  if (c.coop_khr.wg || c.coop_khr.wg_bf16) {  // either kernel needs the extension
     exts.push_back(kCoop2Ext);
     coop2.workgroupScope = coop2.flexibleDimensions = VK_TRUE;
     coop2.perElementOperations = c.coop_khr.wg_bf16 ? VK_TRUE : VK_FALSE;
