@@ -20,6 +20,19 @@
 // GPU machine): its features struct has the NV one's layout, only the sType differs.
 static const char* const KHR_COOPMAT = "VK_KHR_cooperative_matrix";
 static const VkStructureType KHR_COOPMAT_FEATURES = VkStructureType(1000506000);
+// VK_KHR_shader_bfloat16 and VK_NV_cooperative_matrix2 (the workgroup-scope kernels), likewise newer:
+// their feature structs as the registry defines them (csrc/backend/vulkan/device.cpp has the same).
+struct Bf16Features {
+  VkStructureType sType = VkStructureType(1000141000);
+  void* pNext = nullptr;
+  VkBool32 type = VK_FALSE, dot = VK_FALSE, coopmat = VK_FALSE;
+};
+struct Coop2Features {
+  VkStructureType sType = VkStructureType(1000593000);
+  void* pNext = nullptr;
+  VkBool32 workgroupScope = VK_FALSE, flexibleDimensions = VK_FALSE, reductions = VK_FALSE, conversions = VK_FALSE,
+           perElementOperations = VK_FALSE, tensorAddressing = VK_FALSE, blockLoads = VK_FALSE;
+};
 
 static const char* result_name(VkResult r) {
   switch (r) {
@@ -124,6 +137,7 @@ int main(int argc, char** argv) {
   const bool has13 = av >= VK_API_VERSION_1_3;
   const bool has_pe = has_ext(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   const bool has_nv = has_ext(exts, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME), has_khr = has_ext(exts, KHR_COOPMAT);
+  const bool has_bf16 = has_ext(exts, "VK_KHR_shader_bfloat16"), has_c2 = has_ext(exts, "VK_NV_cooperative_matrix2");
 
   // ---- query the features; enable (in fresh, all-false structs) the wanted ones the device has ----
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
@@ -142,6 +156,10 @@ int main(int argc, char** argv) {
   if (has_pe) link(q, &pe);
   if (has_nv) link(q, &cnv);
   if (has_khr) link(q, &ckhr);
+  Bf16Features qbf, ebf;
+  Coop2Features qc2, ec2;
+  if (has_bf16) link(q, &qbf);
+  if (has_c2) link(q, &qc2);
   vkGetPhysicalDeviceFeatures2(phys, &q);
   // Not robustBufferAccess or the like: they would change the generated code.
   en.features.shaderInt64 = q.features.shaderInt64;
@@ -171,12 +189,21 @@ int main(int argc, char** argv) {
   if (has13) link(en, &e13);
   if (stats) link(en, &pe), names.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   if (use_nv) link(en, &cnv), names.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  const bool use_bf16 = use_khr && has_bf16 && qbf.type && qbf.coopmat, use_c2 = use_khr && has_c2 && qc2.workgroupScope;
+  ebf.type = ebf.coopmat = use_bf16;
+  ec2.workgroupScope = ec2.flexibleDimensions = use_c2;
+  ec2.perElementOperations = use_c2 && qc2.perElementOperations;
+  // these two go in before ckhr, so that ckhr still heads the chain for the fallback below
+  if (use_bf16) link(en, &ebf), names.push_back("VK_KHR_shader_bfloat16");
+  if (use_c2) link(en, &ec2), names.push_back("VK_NV_cooperative_matrix2");
   if (use_khr) link(en, &ckhr), names.push_back(KHR_COOPMAT);
   if (has_ext(exts, "VK_KHR_portability_subset")) names.push_back("VK_KHR_portability_subset");
   std::printf("enabled: bufferDeviceAddress=%u shaderInt64=%u shaderFloat64=%u shaderInt16=%u shaderFloat16=%u "
-              "8bitStorage=%u 16bitStorage=%u vulkan13=%u NV_coopmat=%u KHR_coopmat=%u pipelineExecutableInfo=%u\n",
+              "8bitStorage=%u 16bitStorage=%u vulkan13=%u NV_coopmat=%u KHR_coopmat=%u bfloat16=%u NV_coopmat2=%u "
+              "pipelineExecutableInfo=%u\n",
               e12.bufferDeviceAddress, en.features.shaderInt64, en.features.shaderFloat64, en.features.shaderInt16,
-              e12.shaderFloat16, e12.storageBuffer8BitAccess, e11.storageBuffer16BitAccess, has13, use_nv, use_khr, stats);
+              e12.shaderFloat16, e12.storageBuffer8BitAccess, e11.storageBuffer16BitAccess, has13, use_nv, use_khr, use_bf16,
+              use_c2, stats);
   if (!stats)
     std::printf("note: the device lacks VK_KHR_pipeline_executable_properties: pipeline creation times only\n");
 
