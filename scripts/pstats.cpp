@@ -193,7 +193,9 @@ int main(int argc, char** argv) {
   ebf.type = ebf.coopmat = use_bf16;
   ec2.workgroupScope = ec2.flexibleDimensions = use_c2;
   ec2.perElementOperations = use_c2 && qc2.perElementOperations;
-  // these two go in before ckhr, so that ckhr still heads the chain for the fallback below
+  // the fallback below drops these three (bfloat16 and cooperative_matrix2 need the KHR matrices)
+  void* const without_khr = en.pNext;
+  const size_t names_without_khr = names.size();
   if (use_bf16) link(en, &ebf), names.push_back("VK_KHR_shader_bfloat16");
   if (use_c2) link(en, &ec2), names.push_back("VK_NV_cooperative_matrix2");
   if (use_khr) link(en, &ckhr), names.push_back(KHR_COOPMAT);
@@ -222,10 +224,13 @@ int main(int argc, char** argv) {
   r = vkCreateDevice(phys, &dci, nullptr, &dev);
   if (r != VK_SUCCESS && use_khr && use_nv) {  // in case a driver refuses both coopmat extensions at once
     fail("pstats", "vkCreateDevice with NV and KHR cooperative matrices", r);
-    en.pNext = ckhr.pNext;  // ckhr went in last, so it heads the chain
-    if (names.back() != KHR_COOPMAT) std::swap(names[names.size() - 2], names.back());  // portability_subset
-    dci.enabledExtensionCount = uint32_t(names.size()) - 1;
-    std::printf("retrying without VK_KHR_cooperative_matrix\n");
+    en.pNext = without_khr;
+    const bool portability = names.back() != KHR_COOPMAT;
+    names.resize(names_without_khr);
+    if (portability) names.push_back("VK_KHR_portability_subset");
+    dci.enabledExtensionCount = uint32_t(names.size());
+    dci.ppEnabledExtensionNames = names.data();
+    std::printf("retrying without VK_KHR_cooperative_matrix (and bfloat16, cooperative_matrix2)\n");
     r = vkCreateDevice(phys, &dci, nullptr, &dev);
   }
   if (r != VK_SUCCESS) return fail("pstats", "vkCreateDevice", r), 1;
