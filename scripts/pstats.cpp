@@ -225,9 +225,8 @@ int main(int argc, char** argv) {
   if (r != VK_SUCCESS && use_khr && use_nv) {  // in case a driver refuses both coopmat extensions at once
     fail("pstats", "vkCreateDevice with NV and KHR cooperative matrices", r);
     en.pNext = without_khr;
-    const bool portability = names.back() != KHR_COOPMAT;
     names.resize(names_without_khr);
-    if (portability) names.push_back("VK_KHR_portability_subset");
+    if (has_ext(exts, "VK_KHR_portability_subset")) names.push_back("VK_KHR_portability_subset");
     dci.enabledExtensionCount = uint32_t(names.size());
     dci.ppEnabledExtensionNames = names.data();
     std::printf("retrying without VK_KHR_cooperative_matrix (and bfloat16, cooperative_matrix2)\n");
